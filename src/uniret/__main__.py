@@ -1,0 +1,3 @@
+from uniret.cli import main
+
+raise SystemExit(main())

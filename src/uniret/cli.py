@@ -1,0 +1,99 @@
+"""`uniret` command line: one subcommand per DAG stage plus operational commands.
+
+Only argument plumbing lives here: every stage subcommand calls `uniret.stages.<name>.run`, the
+same function dvc.yaml and the Kubeflow components call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from uniret import __version__
+from uniret.stages import STAGES
+
+STAGE_HELP = {
+    "validate": "great-expectations checks (and drift) on every dataset in use; writes validated snapshots",
+    "bm25": "Lucene BM25 index, runs on every eval set, BM25 negatives for training queries",
+    "warmup": "UnifieR warmup: both heads on BM25 negatives (+ FLOPS)",
+    "mine": "hard negatives from the warmup model's dense and lexical rankings",
+    "reranker": "train the cross-encoder teacher on mined negatives",
+    "continual": "continual stage on N_den U N_lex: contrastive + KL agreement (+ LED rank term)",
+    "distill": "reranker-taught stage: KL distillation from teacher scores",
+    "index": "encode the corpus: faiss + Lucene impact index + ONNX encoders, as a bundle",
+    "evaluate": "BEIR-style evaluation (nDCG@10, MRR@10, R@100, R@1000, MAP) of every mode",
+    "gate": "candidate vs production vs BM25 against params.yaml thresholds",
+    "promote": "publish the bundle and flip the production pointer (only when the gate passed)",
+    "report": "W&B run (offline by default) and a local regression report with plots",
+}
+
+# Operational commands: module -> it defines `add_parser(subparsers)` setting `func(args) -> int`.
+COMMAND_MODULES = [
+    "uniret.commands.data_cmd",
+    "uniret.commands.params_cmd",
+]
+
+
+def add_common_args(p: argparse.ArgumentParser) -> None:
+    """Arguments every stage (and most commands) share."""
+    p.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
+    p.add_argument("--profile", default=None, help="profile: tiny, cpu, gpu (default: $UNIRET_PROFILE, then params.yaml)")
+    p.add_argument("--data", default=None, help="data root with BEIR folders (default: $UNIRET_DATA, params, ../shared/data)")
+    p.add_argument("--artifacts", default=None, help="artifacts folder (default: $UNIRET_ARTIFACTS, then ./artifacts)")
+
+
+def _run_stage(args: argparse.Namespace) -> int:
+    from uniret.stages.runtime import make_context, run_stage
+
+    ctx = make_context(args.params, args.profile, args.data, args.artifacts)
+    run_stage(args.stage, ctx)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="uniret",
+        description="Retrain, evaluate, gate and promote hybrid (learned-sparse + dense) retrievers.",
+        epilog="DAG: " + " -> ".join(STAGES[:-1]) + " (+ report). Run `uniret <command> --help` for details.",
+    )
+    parser.add_argument("--version", action="version", version=f"uniret {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
+    sub = parser.add_subparsers(dest="command", metavar="<command>")
+    for stage in STAGES:
+        p = sub.add_parser(stage, help=STAGE_HELP[stage], description=STAGE_HELP[stage])
+        add_common_args(p)
+        p.set_defaults(func=_run_stage, stage=stage)
+    for mod in COMMAND_MODULES:
+        importlib.import_module(mod).add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.WARNING - 10 * min(args.verbose + 1, 2),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+    )
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    from uniret.errors import format_error, is_user_error
+
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - user errors get one clear message, bugs a traceback
+        if is_user_error(exc) and args.verbose < 2:
+            print(f"uniret {args.command}: error: {format_error(exc)}", file=sys.stderr)
+            return 1
+        raise
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

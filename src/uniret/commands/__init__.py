@@ -1,0 +1,1 @@
+"""Operational CLI commands (not DAG stages): data, params, serve, bench, pipeline, ..."""

@@ -1,0 +1,159 @@
+"""Typed loading of params.yaml sections.
+
+params.yaml groups hyperparameters by stage. Each section may hold a `profiles:` mapping whose
+entries (e.g. `tiny`, `cpu`, `gpu`) override the section's base values, so DVC can track one
+section per stage and a BM25 change does not invalidate the training stages.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import types
+import typing
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+T = TypeVar("T")
+
+PROFILE_KEY = "profiles"
+
+
+class ConfigError(ValueError):
+    """A params.yaml problem: names the file and the key path."""
+
+
+def read_params_file(path: str | os.PathLike) -> dict[str, Any]:
+    """Read params.yaml as a mapping, with a clear error for unreadable or non-mapping files."""
+    path = Path(path)
+    try:
+        with path.open(encoding="utf-8") as fh:
+            raw = yaml.safe_load(fh)
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{path}: params file not found") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: top level must be a mapping, got {type(raw).__name__}")
+    return raw
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def resolve_section(raw: dict[str, Any], profile: str | None, where: str) -> dict[str, Any]:
+    """Return a section's values with the named profile's overrides applied."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: must be a mapping, got {type(raw).__name__}")
+    values = {k: v for k, v in raw.items() if k != PROFILE_KEY}
+    profiles = raw.get(PROFILE_KEY) or {}
+    if not isinstance(profiles, dict):
+        raise ConfigError(f"{where}.{PROFILE_KEY}: must be a mapping of profile name to overrides")
+    if profile and profile in profiles:
+        override = profiles[profile] or {}
+        if not isinstance(override, dict):
+            raise ConfigError(f"{where}.{PROFILE_KEY}.{profile}: must be a mapping")
+        values = _merge(values, override)
+    return values
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def _coerce(value: Any, tp: Any, where: str) -> Any:
+    """Check (and gently coerce int->float) a YAML value against a dataclass field type."""
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if tp is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _coerce(value, arg, where)
+            except ConfigError as exc:
+                errors.append(str(exc))
+        raise ConfigError(f"{where}: expected {_type_name(tp)}, got {value!r}")
+    if origin is typing.Literal:
+        if value not in args:
+            raise ConfigError(f"{where}: must be one of {list(args)}, got {value!r}")
+        return value
+    if origin in (list, tuple):
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{where}: expected a list, got {type(value).__name__} {value!r}")
+        item_tp = args[0] if args else Any
+        items = [_coerce(v, item_tp, f"{where}[{i}]") for i, v in enumerate(value)]
+        return tuple(items) if origin is tuple else items
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a mapping, got {type(value).__name__}")
+        val_tp = args[1] if len(args) == 2 else Any
+        return {k: _coerce(v, val_tp, f"{where}.{k}") for k, v in value.items()}
+    if dataclasses.is_dataclass(tp):
+        return build(tp, value, where)
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where}: expected a number, got {type(value).__name__} {value!r}")
+        return float(value)
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: expected an integer, got {type(value).__name__} {value!r}")
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: expected true/false, got {value!r}")
+        return value
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: expected a string, got {type(value).__name__} {value!r}")
+        return value
+    return value
+
+
+def build(cls: type[T], values: dict[str, Any], where: str) -> T:
+    """Build dataclass `cls` from a mapping; unknown keys and wrong types name the key path."""
+    if not isinstance(values, dict):
+        raise ConfigError(f"{where}: expected a mapping, got {type(values).__name__}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(fields))}"
+        )
+    kwargs = {}
+    for name, value in values.items():
+        kwargs[name] = _coerce(value, hints[name], f"{where}.{name}")
+    missing = [
+        n
+        for n, f in fields.items()
+        if n not in kwargs
+        and f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING  # type: ignore[misc]
+    ]
+    if missing:
+        raise ConfigError(f"{where}: missing required key(s) {', '.join(missing)}")
+    obj = cls(**kwargs)
+    check = getattr(obj, "validate", None)
+    if callable(check):
+        try:
+            check()
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from exc
+    return obj

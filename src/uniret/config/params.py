@@ -1,0 +1,83 @@
+"""The Params object: one params.yaml, one active profile, typed sections on demand."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from uniret.config.loader import ConfigError, build, read_params_file, resolve_section
+
+T = TypeVar("T")
+
+DEFAULT_PARAMS = "params.yaml"
+PROFILE_ENV = "UNIRET_PROFILE"
+
+# section name -> "module:Class". Each concern owns its config dataclass; this table lets
+# `uniret params check` validate every section of a params file at once.
+SECTIONS: dict[str, str] = {
+    "data": "uniret.config.sections:DataConfig",
+    "validate": "uniret.config.sections:ValidateConfig",
+    "bm25": "uniret.config.sections:Bm25Config",
+    "evaluate": "uniret.config.sections:EvaluateConfig",
+}
+
+
+def section_class(name: str) -> type:
+    """Import the dataclass registered for section `name`."""
+    try:
+        target = SECTIONS[name]
+    except KeyError as exc:
+        raise ConfigError(f"unknown params section {name!r}; known: {', '.join(sorted(SECTIONS))}") from exc
+    module, _, cls = target.partition(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+@dataclass
+class Params:
+    """A loaded params.yaml plus the active profile (tiny, cpu, gpu, ...)."""
+
+    raw: dict[str, Any]
+    profile: str
+    path: Path | None = None
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def section(self, name: str, cls: type[T] | None = None) -> T:
+        """The typed config of section `name` with the active profile applied."""
+        if name in self._cache:
+            return self._cache[name]
+        cls = cls or section_class(name)
+        where = f"{self.path or 'params'}: {name}"
+        values = resolve_section(self.raw.get(name) or {}, self.profile, where)
+        obj = build(cls, values, where)
+        self._cache[name] = obj
+        return obj
+
+    def resolved(self, name: str) -> dict[str, Any]:
+        """A section's raw values with the profile applied (for manifests)."""
+        return resolve_section(self.raw.get(name) or {}, self.profile, name)
+
+    def check_all(self) -> list[str]:
+        """Load every registered section present in the file; return their names."""
+        unknown = sorted(set(self.raw) - set(SECTIONS) - {"profile"})
+        if unknown:
+            raise ConfigError(
+                f"{self.path or 'params'}: unknown section(s) {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(SECTIONS))}"
+            )
+        names = [n for n in SECTIONS if n in self.raw]
+        for name in names:
+            self.section(name)
+        return names
+
+
+def load_params(path: str | os.PathLike | None = None, profile: str | None = None) -> Params:
+    """Load params.yaml; the profile comes from the argument, $UNIRET_PROFILE, then the file."""
+    path = Path(path or DEFAULT_PARAMS)
+    raw = read_params_file(path)
+    chosen = profile or os.environ.get(PROFILE_ENV) or raw.get("profile") or "cpu"
+    if not isinstance(chosen, str):
+        raise ConfigError(f"{path}: profile: expected a string, got {chosen!r}")
+    return Params(raw=raw, profile=chosen, path=path)

@@ -1,0 +1,1 @@
+"""Data layer: BEIR IO, slicing, fetching and validation."""

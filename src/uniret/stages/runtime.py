@@ -1,0 +1,140 @@
+"""What every stage shares: its context (params, data root, artifacts) and atomic outputs."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import platform
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from uniret import __version__
+from uniret.config import Params, load_params
+from uniret.data.beir import BeirDataset
+from uniret.data.roots import resolve_data_root
+from uniret.utils.files import atomic_write_json, hash_path
+
+log = logging.getLogger("uniret")
+
+ARTIFACTS_ENV = "UNIRET_ARTIFACTS"
+MANIFEST = "manifest.json"
+# validate writes the validated (and, per profile, sliced) copies here; later stages read them.
+VALIDATED_DATA = "datasets"
+
+
+@dataclass
+class StageContext:
+    """Everything a stage function needs besides its own code."""
+
+    params: Params
+    data_root: Path
+    artifacts: Path
+
+    @property
+    def profile(self) -> str:
+        return self.params.profile
+
+    def stage_dir(self, stage: str) -> Path:
+        """The output folder of `stage` (an upstream stage's outputs are read from here)."""
+        return self.artifacts / stage
+
+    def require(self, stage: str) -> Path:
+        """An upstream stage's output folder; a clear error when that stage has not run."""
+        path = self.stage_dir(stage)
+        if not (path / MANIFEST).is_file():
+            raise FileNotFoundError(f"{path}: outputs of stage {stage!r} not found; run `uniret {stage}` first")
+        return path
+
+    def dataset(self, name: str) -> BeirDataset:
+        """A validated dataset snapshot written by the validate stage."""
+        path = self.require("validate") / VALIDATED_DATA / name
+        if not path.is_dir():
+            raise FileNotFoundError(f"{path}: dataset {name!r} was not validated; add it to params.yaml data")
+        return BeirDataset(path, name)
+
+
+def make_context(
+    params_path: str | os.PathLike | None = None,
+    profile: str | None = None,
+    data: str | None = None,
+    artifacts: str | os.PathLike | None = None,
+) -> StageContext:
+    """Build a StageContext from CLI-style arguments and the environment."""
+    params = load_params(params_path, profile)
+    data_cfg = params.section("data")
+    root = resolve_data_root(data, data_cfg.root)
+    art = Path(artifacts or os.environ.get(ARTIFACTS_ENV) or "artifacts").resolve()
+    return StageContext(params=params, data_root=root, artifacts=art)
+
+
+def versions() -> dict[str, str]:
+    """Versions of the interpreter and the libraries that shape results (read, not imported)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"uniret": __version__, "python": platform.python_version()}
+    for dist in ("torch", "transformers", "faiss-cpu", "pyserini", "onnxruntime", "pytrec-eval-terrier"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            continue
+    return out
+
+
+@contextmanager
+def stage_output(
+    ctx: StageContext,
+    stage: str,
+    sections: list[str] | None = None,
+    inputs: dict[str, Path] | None = None,
+) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """Yield (temp dir, manifest dict); on success write manifest.json and rename onto artifacts/<stage>.
+
+    On any error the temp dir is removed and the previous outputs stay untouched, so a failed
+    stage never leaves half-written results.
+    """
+    ctx.artifacts.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{stage}.tmp-", dir=ctx.artifacts))
+    manifest: dict[str, Any] = {
+        "stage": stage,
+        "profile": ctx.profile,
+        "params": {s: ctx.params.resolved(s) for s in (sections or [])},
+        "inputs": {k: hash_path(v) for k, v in (inputs or {}).items() if Path(v).exists()},
+        "versions": versions(),
+        "metrics": {},
+    }
+    start = time.time()
+    try:
+        yield tmp, manifest
+        manifest["seconds"] = round(time.time() - start, 3)
+        atomic_write_json(tmp / MANIFEST, manifest)
+        final = ctx.stage_dir(stage)
+        old = None
+        if final.exists():
+            old = final.with_name(f".{stage}.old-{os.getpid()}")
+            os.replace(final, old)
+        os.replace(tmp, final)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    log.info("stage %s done in %.1fs -> %s", stage, manifest["seconds"], ctx.stage_dir(stage))
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """Read a stage's manifest.json."""
+    return json.loads((Path(path) / MANIFEST).read_text(encoding="utf-8"))
+
+
+def run_stage(stage: str, ctx: StageContext) -> dict[str, Any]:
+    """Import `uniret.stages.<stage>` and call its `run(ctx)`."""
+    module = importlib.import_module(f"uniret.stages.{stage}")
+    return module.run(ctx)

@@ -1,0 +1,1 @@
+"""Small shared helpers (hashing, atomic files, environment)."""
