@@ -1,0 +1,1 @@
+"""Retrieval models: backbones, the shared encoder interface, recipes' heads, the reranker."""

@@ -1,0 +1,1 @@
+"""Retrieval: dense, sparse, uni-retrieval, fusion and gating behind one interface; run files."""
