@@ -22,6 +22,7 @@ export HF_HOME := $(CURDIR)/.cache/huggingface
 export KFP_LOCAL_TMP := $(CURDIR)/.cache/kfp
 export ORT_DISABLE_TELEMETRY := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+export DVC_SITE_CACHE_DIR := $(CURDIR)/.cache/dvc-site
 
 .PHONY: install demo test lint bench clean help
 
@@ -43,7 +44,6 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 
 demo: install
 	$(BIN)/uniret params check
-	$(BIN)/dvc config --local core.site_cache_dir $(CURDIR)/.cache/dvc-site
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/dvc repro
 	@cat artifacts/evaluate/metrics.md
 

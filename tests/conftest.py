@@ -27,6 +27,7 @@ for key, value in {
     "MPLBACKEND": "Agg",
     "IR_DATASETS_HOME": str(_SANDBOX / "ir_datasets"),
     "HF_HOME": str(_SANDBOX / "hf"),
+    "DVC_SITE_CACHE_DIR": str(_SANDBOX / "dvc-site"),
 }.items():
     os.environ.setdefault(key, value)
 
