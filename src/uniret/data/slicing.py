@@ -35,14 +35,26 @@ def write_slice(src: BeirDataset, dst: Path, cfg: SliceConfig) -> BeirDataset:
     rng = random.Random(cfg.seed)
     kept_qrels: dict[str, dict[str, dict[str, int]]] = {}
     judged: set[str] = set()
-    for split in src.splits():
+    splits = src.splits()
+    # Each split gets an equal share of the doc budget, so test is not starved by train/dev.
+    split_budget = cfg.max_docs // max(len(splits), 1) if cfg.max_docs is not None else None
+    for split in splits:
         qrels = src.qrels(split)
-        qids = sorted(qrels)
-        if cfg.max_queries is not None and len(qids) > cfg.max_queries:
-            qids = sorted(rng.sample(qids, cfg.max_queries))
-        kept_qrels[split] = {q: qrels[q] for q in qids}
-        for q in qids:
-            judged.update(qrels[q])
+        split_judged: set[str] = set()
+        candidates = sorted(qrels)
+        rng.shuffle(candidates)
+        qids = []
+        for q in candidates:
+            if cfg.max_queries is not None and len(qids) >= cfg.max_queries:
+                break
+            # Collections with many judgements per query (NFCorpus: ~40) would blow the doc
+            # budget: take a query only while its judged docs still fit (always at least one).
+            if qids and split_budget is not None and len(split_judged | set(qrels[q])) > split_budget:
+                continue
+            qids.append(q)
+            split_judged.update(qrels[q])
+        judged |= split_judged
+        kept_qrels[split] = {q: qrels[q] for q in sorted(qids)}
 
     all_ids = [d.id for d in src.iter_corpus()]
     keep = set(judged)
