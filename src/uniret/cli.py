@@ -33,6 +33,11 @@ STAGE_HELP = {
 COMMAND_MODULES = [
     "uniret.commands.data_cmd",
     "uniret.commands.params_cmd",
+    "uniret.commands.registry_cmd",
+    "uniret.commands.nightly_cmd",
+    "uniret.commands.pipeline_cmd",
+    "uniret.commands.serve_cmd",
+    "uniret.commands.bench_cmd",
 ]
 
 

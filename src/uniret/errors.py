@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from uniret.config.loader import ConfigError
-from uniret.data.errors import DataError
+from uniret.data.errors import DataError, FetchError
 
 
 class StageFailed(RuntimeError):
     """A stage ran and decided the run must stop (failed expectations, broken parity, ...)."""
 
 
-USER_ERRORS: tuple[type[BaseException], ...] = (ConfigError, DataError, StageFailed, FileNotFoundError)
+USER_ERRORS: tuple[type[BaseException], ...] = (ConfigError, DataError, FetchError, StageFailed, FileNotFoundError)
 
 
 def is_user_error(exc: BaseException) -> bool:

@@ -22,6 +22,17 @@ SECTIONS: dict[str, str] = {
     "validate": "uniret.config.sections:ValidateConfig",
     "bm25": "uniret.config.sections:Bm25Config",
     "evaluate": "uniret.config.sections:EvaluateConfig",
+    "retrieval": "uniret.config.retrieval:RetrievalConfig",
+    "index": "uniret.config.retrieval:IndexConfig",
+    "gate": "uniret.config.gate:GateConfig",
+    "registry": "uniret.config.registry:RegistryConfig",
+    "report": "uniret.config.report:ReportConfig",
+    "nightly": "uniret.config.nightly:NightlyConfig",
+    "pipeline": "uniret.config.pipeline:PipelineConfig",
+    "model": "uniret.config.models:ModelSection",
+    "losses": "uniret.config.models:LossSection",
+    "serve": "uniret.config.serving:ServeConfig",
+    "bench": "uniret.config.serving:BenchConfig",
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 
 @dataclass
@@ -39,6 +40,11 @@ class DriftConfig:
     max_row_count_change: float = 0.2  # relative change in corpus/queries/qrels rows
     max_mean_length_change: float = 0.25  # relative change in mean text length (chars)
     max_length_ks: float = 0.2  # Kolmogorov-Smirnov distance between text-length distributions
+    sketch_points: int = 200  # quantiles kept per length distribution to compare the next snapshot with
+
+    def validate(self) -> None:
+        if self.sketch_points < 2:
+            raise ValueError(f"sketch_points must be at least 2, got {self.sketch_points}")
 
 
 @dataclass
@@ -52,6 +58,13 @@ class ValidateConfig:
     max_score: int = 4
     drift: DriftConfig = field(default_factory=DriftConfig)
     fail_on_drift: bool = True
+    max_examples: int = 5  # offending ids/lines quoted per failed expectation
+
+    def validate(self) -> None:
+        if self.min_score > self.max_score:
+            raise ValueError(f"min_score ({self.min_score}) is above max_score ({self.max_score})")
+        if self.min_text_chars < 0 or self.max_examples < 1:
+            raise ValueError("min_text_chars must be >= 0 and max_examples >= 1")
 
 
 @dataclass
@@ -60,21 +73,49 @@ class Bm25Config:
 
     k1: float = 0.9
     b: float = 0.4
-    stemmer: str = "porter"
+    stemmer: Literal["porter", "krovetz", "none"] = "porter"
+    keep_stopwords: bool = False  # False: Lucene's English stopword list is removed
     top_n: int = 1000  # retrieval depth for runs and eval
     negatives_depth: int = 100  # negatives are sampled from this BM25 top-N
     negatives_per_query: int = 30
     threads: int = 2
     seed: int = 17
+    index_batch_size: int = 1000  # documents handed to Lucene per call
+    search_batch_size: int = 500  # queries per batch_search call (progress granularity)
+
+    def validate(self) -> None:
+        if self.k1 < 0:
+            raise ValueError(f"k1 must be >= 0, got {self.k1}")
+        if not 0.0 <= self.b <= 1.0:
+            raise ValueError(f"b must be in [0, 1], got {self.b}")
+        for name in ("top_n", "negatives_depth", "threads", "index_batch_size", "search_batch_size"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.negatives_per_query < 0:
+            raise ValueError(f"negatives_per_query must be >= 0, got {self.negatives_per_query}")
+        if self.negatives_depth > self.top_n:
+            raise ValueError(f"negatives_depth ({self.negatives_depth}) cannot exceed top_n ({self.top_n})")
 
 
 @dataclass
 class EvaluateConfig:
-    """BEIR-style evaluation."""
+    """BEIR-style evaluation. Metric names: ndcg@k, mrr@k, recall@k, precision@k, map, map@k."""
 
-    metrics: list[str] = field(
-        default_factory=lambda: ["ndcg_cut_10", "recip_rank_10", "recall_100", "recall_1000", "map"]
-    )
-    ignore_identical_ids: bool = True
-    k_values: list[int] = field(default_factory=lambda: [10, 100, 1000])
-    expected_scores: str | None = "benchmarks/expected/bm25.yaml"
+    metrics: list[str] = field(default_factory=lambda: ["ndcg@10", "mrr@10", "recall@100", "recall@1000", "map"])
+    ignore_identical_ids: bool = True  # drop hits whose doc id is the query id (BEIR)
+    # reference-score files (relative to params.yaml's folder), checked on unsliced data only
+    expected_scores: list[str] = field(default_factory=lambda: ["benchmarks/expected/bm25.yaml"])
+    strict_expected: bool = False  # true: a reference-score miss fails the stage; false: logged
+
+    def validate(self) -> None:
+        from uniret.evaluation.metrics import parse_metric
+
+        if not self.metrics:
+            raise ValueError("metrics must name at least one metric")
+        for i, name in enumerate(self.metrics):
+            try:
+                parse_metric(name)
+            except ValueError as exc:
+                raise ValueError(f"metrics[{i}]: {exc}") from exc
+        if len(set(self.metrics)) != len(self.metrics):
+            raise ValueError(f"metrics: duplicate names in {self.metrics}")

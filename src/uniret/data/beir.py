@@ -82,22 +82,34 @@ def _json_objects(path: Path) -> Iterator[tuple[int, dict]]:
         yield lineno, obj
 
 
-def iter_corpus(path: str | Path) -> Iterator[Document]:
-    """Stream documents from a corpus.jsonl file (`title` may be absent)."""
+def iter_corpus_lines(path: str | Path) -> Iterator[tuple[int, Document]]:
+    """Stream (line number, document) from a corpus.jsonl file (`title` may be absent)."""
     path = Path(path)
     for lineno, obj in _json_objects(path):
-        yield Document(
+        yield lineno, Document(
             id=_string_field(obj, "_id", path, lineno),
             title=_string_field(obj, "title", path, lineno, required=False),
             text=_string_field(obj, "text", path, lineno),
         )
 
 
-def iter_queries(path: str | Path) -> Iterator[Query]:
-    """Stream queries from a queries.jsonl file."""
+def iter_corpus(path: str | Path) -> Iterator[Document]:
+    """Stream documents from a corpus.jsonl file (`title` may be absent)."""
+    for _, doc in iter_corpus_lines(path):
+        yield doc
+
+
+def iter_queries_lines(path: str | Path) -> Iterator[tuple[int, Query]]:
+    """Stream (line number, query) from a queries.jsonl file."""
     path = Path(path)
     for lineno, obj in _json_objects(path):
-        yield Query(id=_string_field(obj, "_id", path, lineno), text=_string_field(obj, "text", path, lineno))
+        yield lineno, Query(id=_string_field(obj, "_id", path, lineno), text=_string_field(obj, "text", path, lineno))
+
+
+def iter_queries(path: str | Path) -> Iterator[Query]:
+    """Stream queries from a queries.jsonl file."""
+    for _, query in iter_queries_lines(path):
+        yield query
 
 
 def iter_qrels(path: str | Path) -> Iterator[tuple[int, str, str, int]]:

@@ -30,3 +30,7 @@ class DataError(ValueError):
     def __init__(self, problems: list[DataProblem] | DataProblem):
         self.problems = problems if isinstance(problems, list) else [problems]
         super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class FetchError(RuntimeError):
+    """A dataset download failed (HTTP error, checksum mismatch, not a BEIR zip)."""

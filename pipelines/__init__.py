@@ -1,0 +1,1 @@
+"""Kubeflow pipelines of uniret (compiled YAML committed beside their source)."""

@@ -1,0 +1,151 @@
+"""`uniret pipeline compile|run --local|submit|schedule`: the DAG as a Kubeflow pipeline."""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+
+def _stages(value: str | None) -> list[str] | None:
+    """--stages a,b,c (or space separated) -> list; None: the whole DAG."""
+    if not value:
+        return None
+    return [s for s in value.replace(",", " ").split() if s]
+
+
+def _config(args: argparse.Namespace):
+    from uniret.config import load_params
+
+    params = load_params(args.params, args.profile)
+    return params, params.section("pipeline")
+
+
+def _compile(args: argparse.Namespace) -> int:
+    from uniret.kubeflow.project import COMPILED, compile_pipeline, project_root
+
+    root = project_root()
+    _, cfg = _config(args)
+    out = compile_pipeline(root, cfg, args.output or root / COMPILED, _stages(args.stages))
+    print(f"compiled {cfg.name} -> {out}")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from uniret.config.loader import ConfigError
+    from uniret.kubeflow.local import run_local
+    from uniret.kubeflow.project import project_root
+
+    if not args.local:
+        raise ConfigError("`uniret pipeline run` runs locally only: add --local (use `submit --host` for a cluster)")
+    root = project_root()
+    params, cfg = _config(args)
+    run = run_local(
+        root, cfg, workdir=args.workdir or root, profile=params.profile, stages=_stages(args.stages),
+        recipe=args.recipe, data_version=args.data_version, gate_overrides=args.gate_overrides,
+        params_path=args.params, data=args.data,
+    )
+    print(f"local run finished: {', '.join(run.manifests) or 'no stage outputs'}; kfp outputs in {run.outputs}")
+    return 0
+
+
+def _package(args: argparse.Namespace, cfg, tmp: Path) -> Path:
+    """--package as given, else a fresh compile of the current code (never a stale YAML)."""
+    from uniret.kubeflow.client import package_exists
+    from uniret.kubeflow.project import compile_pipeline, project_root
+
+    if args.package:
+        return package_exists(args.package)
+    return compile_pipeline(project_root(), cfg, tmp / "retrain.yaml", _stages(args.stages))
+
+
+def _arguments(args: argparse.Namespace, cfg) -> dict[str, str]:
+    from uniret.kubeflow.client import run_arguments
+    from uniret.kubeflow.task import parse_overrides
+
+    parse_overrides(args.gate_overrides, "gate_overrides")  # fail here, not in a pod
+    return run_arguments(args.recipe or cfg.recipe, args.run_profile or cfg.profile, args.data_version,
+                         args.gate_overrides, args.workdir or cfg.mount_path)
+
+
+def _submit(args: argparse.Namespace) -> int:
+    from uniret.kubeflow.client import connect, submit
+
+    _, cfg = _config(args)
+    arguments = _arguments(args, cfg)  # bad input fails here, before the server is contacted
+    with tempfile.TemporaryDirectory(prefix="uniret-kfp-") as tmp:
+        package = _package(args, cfg, Path(tmp))
+        name = args.run_name or f"{cfg.name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
+        done = submit(connect(args.host, args.namespace), package, arguments, args.experiment or cfg.experiment, name)
+    print(f"submitted run {done.run_id} (experiment {done.experiment_id}) to {args.host}")
+    return 0
+
+
+def _schedule(args: argparse.Namespace) -> int:
+    from uniret.kubeflow.client import connect, normalize_cron, schedule
+
+    _, cfg = _config(args)
+    arguments = _arguments(args, cfg)  # bad input fails here, before the server is contacted
+    cron = normalize_cron(args.cron or cfg.cron)
+    with tempfile.TemporaryDirectory(prefix="uniret-kfp-") as tmp:
+        package = _package(args, cfg, Path(tmp))
+        done = schedule(connect(args.host, args.namespace), package, arguments, args.experiment or cfg.experiment,
+                        args.job_name or f"{cfg.name}-nightly", cron, cfg.name)
+    print(f"scheduled recurring run {done.recurring_run_id} (pipeline version {done.pipeline_version_id}) "
+          f"on {args.host}")
+    return 0
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--params", default="params.yaml", help="params file with the `pipeline:` section")
+    p.add_argument("--stages", default=None, help="comma-separated stages (default: the whole DAG)")
+
+
+def _add_run_params(p: argparse.ArgumentParser, profile_flag: str) -> None:
+    p.add_argument(profile_flag, dest="run_profile", default=None,
+                   help="profile the stages use (default: params pipeline.profile)")
+    p.add_argument("--recipe", default=None, help="recipe (default: params pipeline.recipe)")
+    p.add_argument("--data-version", default="", help="data version: folder data/<version> in the workdir")
+    p.add_argument("--gate-overrides", default="{}", help='JSON object merged over params gate:, e.g. \'{"min_score": 0.3}\'')
+    p.add_argument("--workdir", default=None, help="shared workdir (default: params pipeline.mount_path)")
+    p.add_argument("--package", default=None, help="compiled YAML to send (default: compile the current code)")
+    p.add_argument("--host", required=True, help="Kubeflow Pipelines API URL, e.g. http://localhost:8080")
+    p.add_argument("--namespace", default=None, help="Kubeflow namespace (multi-user deployments)")
+    p.add_argument("--experiment", default=None, help="experiment name (default: params pipeline.experiment)")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("pipeline", help="Kubeflow pipeline: compile, run locally, submit, schedule",
+                       description="The DAG as a Kubeflow pipeline (pipelines/retrain.py).")
+    psub = p.add_subparsers(dest="pipeline_command", metavar="<action>", required=True)
+
+    c = psub.add_parser("compile", help="compile pipelines/retrain.py to YAML")
+    _add_common(c)
+    c.add_argument("--output", default=None, help="YAML path (default: pipelines/retrain.yaml)")
+    c.set_defaults(func=_compile, profile=None)
+
+    r = psub.add_parser("run", help="run the pipeline here with kfp.local (SubprocessRunner)")
+    _add_common(r)
+    r.add_argument("--local", action="store_true", help="run with kfp.local (required)")
+    r.add_argument("--profile", default=None, help="profile: tiny, cpu, gpu (default: $UNIRET_PROFILE, then params)")
+    r.add_argument("--data", default=None, help="data root with BEIR folders (default: resolution of `uniret <stage>`)")
+    r.add_argument("--workdir", default=None, help="shared workdir; artifacts go to <workdir>/artifacts (default: .)")
+    r.add_argument("--recipe", default=None, help="recipe (default: params pipeline.recipe)")
+    r.add_argument("--data-version", default="", help="data version: folder data/<version> in the workdir")
+    r.add_argument("--gate-overrides", default="{}", help="JSON object merged over params gate:")
+    r.set_defaults(func=_run)
+
+    s = psub.add_parser("submit", help="start one run on a Kubeflow Pipelines server")
+    _add_common(s)
+    _add_run_params(s, "--profile")
+    s.add_argument("--run-name", default=None, help="run name (default: <pipeline>-<UTC time>)")
+    s.set_defaults(func=_submit, profile=None)
+
+    sc = psub.add_parser("schedule", help="create a recurring (nightly) run on a Kubeflow Pipelines server")
+    _add_common(sc)
+    _add_run_params(sc, "--profile")
+    sc.add_argument("--cron", default=None, help="cron, 6 fields with seconds first (5 fields get '0 ' prepended); "
+                    "default: params pipeline.cron")
+    sc.add_argument("--job-name", default=None, help="recurring run name (default: <pipeline>-nightly)")
+    sc.set_defaults(func=_schedule, profile=None)

@@ -1,0 +1,99 @@
+"""`uniret rollback` and `uniret registry list|show`: operate the bundle registry."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def _setup(args: argparse.Namespace):
+    from uniret.config import load_params
+    from uniret.registry.configured import registry_root
+
+    params = load_params(args.params, args.profile)
+    return params, registry_root(params, args.registry)
+
+
+def _rollback(args: argparse.Namespace) -> int:
+    from uniret.registry.configured import registry_config, serving_from
+    from uniret.registry.promotion import rollback
+
+    params, root = _setup(args)
+    dvc_push = registry_config(params).dvc_push and not args.no_dvc_push
+    result = rollback(root, serving=serving_from(params, args.serve_url), dvc_push=dvc_push)
+    print(f"production: {result.previous} -> {result.version} (rolled back)")
+    print(f"dvc: {result.dvc}")
+    print(f"notify: {result.notify.status}: {result.notify.detail}")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from uniret.registry.bundles import list_bundles
+    from uniret.registry.pointer import read_pointer
+
+    _, root = _setup(args)
+    pointer = read_pointer(root)
+    live = pointer["version"] if pointer else None
+    entries = list_bundles(root)
+    if args.json:
+        print(json.dumps({"production": live, "bundles": entries}, indent=2))
+        return 0
+    if not entries:
+        print(f"{root}: no bundles")
+        return 0
+    for e in entries:
+        mark = "*" if e["version"] == live else " "
+        print(f"{mark} {e['version']}  published {e.get('published_at')}  parent {e.get('parent')}"
+              + (f"  ERROR {e['error']}" if "error" in e else ""))
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from uniret.registry.bundles import bundle_dir, read_manifest
+    from uniret.registry.errors import RegistryError
+    from uniret.registry.pointer import read_pointer
+
+    _, root = _setup(args)
+    pointer = read_pointer(root)
+    version = args.version or (pointer["version"] if pointer else None)
+    if version is None:
+        raise RegistryError(f"{root}: no production bundle; name a VERSION (see `uniret registry list`)")
+    manifest = read_manifest(bundle_dir(root, version))
+    if not args.full:
+        manifest.pop("evaluation", None)  # per-dataset tables are long; --full shows them
+    print(json.dumps({"production": pointer, "bundle": manifest} if args.version is None else manifest,
+                     indent=2, sort_keys=True))
+    return 0
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
+    p.add_argument("--profile", default=None, help="profile (default: $UNIRET_PROFILE, then params.yaml)")
+    p.add_argument("--registry", default=None, help="registry folder (default: params registry.root)")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register `rollback` and `registry` (list, show)."""
+    r = sub.add_parser(
+        "rollback",
+        help="restore the previous production bundle and tell serving to reload",
+        description="Point production back at the previous bundle of the pointer's history (atomic rename), "
+        "`dvc push` the registry when a remote is configured, and POST /admin/reload to registry.serve_url "
+        "with the token from $UNIRET_ADMIN_TOKEN (or registry.token_env). Fails when there is no history.",
+    )
+    _common(r)
+    r.add_argument("--serve-url", default=None, help="server to reload (default: params registry.serve_url)")
+    r.add_argument("--no-dvc-push", action="store_true", help="do not dvc push the registry")
+    r.set_defaults(func=_rollback)
+
+    g = sub.add_parser("registry", help="list or show published bundles", description="Inspect the bundle registry.")
+    gsub = g.add_subparsers(dest="registry_command", metavar="<action>", required=True)
+    lst = gsub.add_parser("list", help="every bundle, production marked with *")
+    _common(lst)
+    lst.add_argument("--json", action="store_true", help="machine-readable output")
+    lst.set_defaults(func=_list)
+    show = gsub.add_parser("show", help="a bundle's manifest (default: production, with its pointer)")
+    _common(show)
+    show.add_argument("version", nargs="?", default=None, help="bundle version (default: production)")
+    show.add_argument("--full", action="store_true", help="include the per-dataset evaluation metrics")
+    show.set_defaults(func=_show)

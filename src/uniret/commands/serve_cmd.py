@@ -1,0 +1,68 @@
+"""`uniret serve`: run the FastAPI search app under uvicorn over the production (or a given) bundle."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+
+log = logging.getLogger("uniret.serving")
+
+# With several workers uvicorn imports the app in each process: the CLI arguments travel in this env var.
+SETTINGS_ENV = "UNIRET_SERVE_ARGS"
+
+
+def _settings(spec: dict):
+    from uniret.config import load_params
+    from uniret.serving.settings import settings_from_params
+
+    params = load_params(spec["params"], spec["profile"])
+    return settings_from_params(params, spec["registry"], spec["bundle"], host=spec["host"], port=spec["port"],
+                                workers=spec["workers"])
+
+
+def app_from_env():
+    """App factory for uvicorn worker processes (reads the CLI arguments from $UNIRET_SERVE_ARGS)."""
+    from uniret.serving.app import create_app
+
+    return create_app(_settings(json.loads(os.environ[SETTINGS_ENV])))
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from uniret.serving.app import create_app
+
+    spec = {k: getattr(args, k) for k in ("params", "profile", "registry", "bundle", "host", "port", "workers")}
+    settings = _settings(spec)
+    cfg = settings.serve
+    if settings.admin_token is None:
+        log.warning("no admin token (env or serve.admin_token): /admin/reload will refuse every call")
+    print(f"uniret serve: {settings.source.describe()} on http://{cfg.host}:{cfg.port} ({cfg.workers} worker(s))",
+          flush=True)
+    common = {"host": cfg.host, "port": cfg.port, "log_level": cfg.log_level}
+    if cfg.workers > 1:
+        os.environ[SETTINGS_ENV] = json.dumps(spec)
+        uvicorn.run("uniret.commands.serve_cmd:app_from_env", factory=True, workers=cfg.workers, **common)
+    else:
+        uvicorn.run(create_app(settings), **common)
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "serve", help="serve the production bundle over HTTP (FastAPI + uvicorn)",
+        description="Serve /search, /healthz, /readyz, /metrics and /admin/reload over the production "
+                    "bundle of the registry (or a bundle folder given with --bundle).",
+    )
+    p.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
+    p.add_argument("--profile", default=None, help="params profile (default: $UNIRET_PROFILE, then params.yaml)")
+    p.add_argument("--host", default=None, help="bind address (default: serve.host, 127.0.0.1)")
+    p.add_argument("--port", type=int, default=None, help="port (default: serve.port)")
+    p.add_argument("--workers", type=int, default=None, help="uvicorn worker processes (default: serve.workers)")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--registry", default=None, help="registry root; serves what its production.json names "
+                                                      "(default: params registry.root)")
+    src.add_argument("--bundle", default=None, help="serve this bundle folder instead of the registry's")
+    p.set_defaults(func=_serve)

@@ -1,0 +1,38 @@
+"""Config of the evaluation gate: what a candidate must satisfy before it may be promoted."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+
+@dataclass
+class GateConfig:
+    """Thresholds of the gate (see uniret.evaluation.gate for how each is checked).
+
+    Metric values are absolute (e.g. nDCG@10 in [0, 1]); a `None` budget turns its check into an
+    explicit "skipped: no budget configured" entry of the decision, never a silent pass.
+    """
+
+    candidate_system: str = "uni"  # a system key of evaluate's metrics.json ("uni", "unifier/hybrid", ...)
+    baseline_system: str = "bm25"
+    metric: str = "ndcg@10"
+    macro_key: Literal["macro", "zero_shot_macro"] = "macro"
+    min_score: float = 0.0  # absolute minimum of `metric` on every dataset...
+    min_score_per_dataset: dict[str, float] = field(default_factory=dict)  # ...unless named here
+    max_regression: float = 0.01  # largest drop vs production allowed on any dataset (absolute)
+    bm25_margin: float = 0.0  # candidate macro must reach baseline macro + margin
+    min_active_terms_doc: float | None = 1.0  # below: the sparse head collapsed (all-zero vectors)
+    max_active_terms_doc: float | None = None  # above: the sparse index is not sparse
+    max_latency_p95_ms: float | None = None
+    latency_mode: str | None = None  # bench mode to budget; None: the candidate's mode ("a/b" -> "b")
+    max_bytes_per_doc_dense: float | None = None
+    max_bytes_per_doc_sparse: float | None = None
+    bench_file: str = "benchmarks/results/bench.json"  # relative to the params file's folder
+
+    def validate(self) -> None:
+        if self.max_regression < 0:
+            raise ValueError(f"max_regression must be >= 0, got {self.max_regression}")
+        lo, hi = self.min_active_terms_doc, self.max_active_terms_doc
+        if lo is not None and hi is not None and lo > hi:
+            raise ValueError(f"min_active_terms_doc ({lo}) > max_active_terms_doc ({hi})")

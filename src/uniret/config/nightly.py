@@ -1,0 +1,22 @@
+"""Config of `uniret nightly`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class NightlyConfig:
+    """Commands a nightly run executes (in the params file's folder) around the DAG."""
+
+    refresh_commands: list[str] = field(default_factory=list)  # e.g. ["dvc pull"]; run first
+    repro_command: str = "dvc repro"  # produces artifacts/gate/decision.json
+    promote: bool = True  # run the promote stage when the gate passed (idempotent)
+    report: bool = True  # run the report stage after the decision
+    lock_file: str = ".cache/nightly.lock"  # relative to the params file's folder
+
+    def validate(self) -> None:
+        if not self.repro_command.strip():
+            raise ValueError("repro_command must not be empty")
+        if not self.lock_file:
+            raise ValueError("lock_file must be a non-empty path")

@@ -1,0 +1,24 @@
+"""Config of the bundle registry, promotion and the serving notification."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class RegistryConfig:
+    """Where bundles are published and which server to tell about a new production bundle."""
+
+    root: str = "registry"  # relative to the params file's folder
+    serve_url: str | None = None  # e.g. http://127.0.0.1:8000; None: no reload call
+    token_env: str = "UNIRET_ADMIN_TOKEN"  # env var holding the serving admin bearer token
+    notify_timeout_s: float = 10.0
+    dvc_push: bool = True  # `dvc push` the registry after a change, when a DVC remote is configured
+
+    def validate(self) -> None:
+        if not self.root:
+            raise ValueError("root must be a non-empty path")
+        if self.notify_timeout_s <= 0:
+            raise ValueError(f"notify_timeout_s must be positive, got {self.notify_timeout_s}")
+        if self.serve_url is not None and not self.serve_url.startswith(("http://", "https://")):
+            raise ValueError(f"serve_url must start with http:// or https://, got {self.serve_url!r}")

@@ -1,0 +1,137 @@
+"""Config of the retrieval modes (dense, lexical, uni, fusion, exhaustive) and of the index stage."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+# Every mode a Searcher can be built for; `modes:` in params.yaml picks a subset.
+MODES = ("bm25", "dense", "lexical", "uni", "uni_gated", "hybrid", "rrf", "exhaustive")
+
+
+@dataclass
+class DenseIndexConfig:
+    """faiss index over the dense vectors (inner product)."""
+
+    type: Literal["flat", "hnsw", "ivfpq"] = "flat"  # flat is exact; fine below ~1M vectors
+    hnsw_m: int = 32
+    hnsw_ef_construction: int = 200  # STACK.md: HNSW needs >= 200 to reach high recall
+    hnsw_ef_search: int = 128
+    ivf_nlist: int = 1024  # clamped to the corpus size at build time (faiss wants ~39 points per list)
+    ivf_nprobe: int = 32
+    pq_m: int = 16  # sub-quantizers; must divide the vector dimension
+    pq_nbits: int = 8
+    use_gpu: bool = True  # only when faiss sees a GPU (faiss-gpu images)
+
+    def validate(self) -> None:
+        for name in ("hnsw_m", "hnsw_ef_construction", "hnsw_ef_search", "ivf_nlist", "ivf_nprobe", "pq_m"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if not 1 <= self.pq_nbits <= 16:
+            raise ValueError(f"pq_nbits must be in [1, 16], got {self.pq_nbits}")
+
+
+@dataclass
+class LexicalConfig:
+    """Learned-sparse (impact) retrieval: integer impacts round(quant * w) in a Lucene impact index."""
+
+    quant: float = 100.0  # STACK.md: Lucene impacts are ints; floats are silently truncated
+    top_n: int | None = None  # keep the N largest terms per document (UnifieR Table 6); None keeps all
+
+    def validate(self) -> None:
+        if self.quant <= 0:
+            raise ValueError(f"quant must be positive, got {self.quant}")
+        if self.top_n is not None and self.top_n <= 0:
+            raise ValueError(f"top_n must be positive or null, got {self.top_n}")
+
+
+@dataclass
+class UniConfig:
+    """UnifieR §3.4 uni-retrieval: lexical top-K, then lexical + dense score of those candidates."""
+
+    k: int = 2048  # the paper's setting (Appendix: K=2048; its Figure 6 saturates there)
+
+    def validate(self) -> None:
+        if self.k <= 0:
+            raise ValueError(f"k must be positive, got {self.k}")
+
+
+@dataclass
+class FusionConfig:
+    """Hybrid fusion of two or more runs: min-max interpolation (`hybrid`) and reciprocal rank (`rrf`)."""
+
+    runs: list[str] = field(default_factory=lambda: ["lexical", "dense"])
+    # hybrid: score = sum_i w_i * minmax(run_i); with two runs w = (alpha, 1 - alpha)
+    alpha: float = 0.5
+    rrf_k: int = 60  # Cormack et al. 2009
+    depth: int = 1000  # docs taken from each fused run
+
+    def validate(self) -> None:
+        if not 0.0 <= self.alpha <= 1.0:
+            raise ValueError(f"alpha must be in [0, 1], got {self.alpha}")
+        if len(self.runs) < 2:
+            raise ValueError(f"runs must name at least two modes, got {self.runs}")
+        bad = [r for r in self.runs if r not in ("bm25", "dense", "lexical", "uni")]
+        if bad:
+            raise ValueError(f"runs: cannot fuse {bad}; choose from bm25, dense, lexical, uni")
+        if self.rrf_k < 0 or self.depth <= 0:
+            raise ValueError("rrf_k must be >= 0 and depth positive")
+
+
+@dataclass
+class RetrievalConfig:
+    """The `retrieval` section: which modes to build and each mode's parameters."""
+
+    modes: list[str] = field(default_factory=lambda: ["bm25", "dense", "lexical", "uni", "hybrid", "rrf"])
+    k: int = 1000  # depth of every run
+    query_batch_size: int = 64  # query lengths come from the model's config (what it was trained with)
+    dense: DenseIndexConfig = field(default_factory=DenseIndexConfig)
+    lexical: LexicalConfig = field(default_factory=LexicalConfig)
+    uni: UniConfig = field(default_factory=UniConfig)
+    fusion: FusionConfig = field(default_factory=FusionConfig)
+
+    def validate(self) -> None:
+        bad = [m for m in self.modes if m not in MODES]
+        if bad:
+            raise ValueError(f"modes: unknown {bad}; known: {', '.join(MODES)}")
+        if self.k <= 0 or self.query_batch_size <= 0:
+            raise ValueError("k and query_batch_size must be positive")
+
+
+@dataclass
+class ParityConfig:
+    """Checks that the ONNX encoders reproduce the torch model (the index stage fails otherwise)."""
+
+    min_cosine: float = 0.9999  # per text, dense and sparse outputs, query and document encoders
+    min_top10_overlap: float = 0.95  # mean over queries, rankings of the parity docs
+    queries: int = 64  # real queries (train split) used for the check
+    docs: int = 500  # real documents used for the check (and the torch-vs-ORT speed figure)
+
+    def validate(self) -> None:
+        if not 0.0 < self.min_cosine <= 1.0 or not 0.0 <= self.min_top10_overlap <= 1.0:
+            raise ValueError("min_cosine must be in (0, 1] and min_top10_overlap in [0, 1]")
+        if self.queries <= 0 or self.docs <= 0:
+            raise ValueError("queries and docs must be positive")
+
+
+@dataclass
+class ExportConfig:
+    """torch -> ONNX export of the query and document encoders."""
+
+    opset: int = 18
+    dynamo: bool = True  # STACK.md: dynamo (opset 18) and the legacy exporter both work
+    parity: ParityConfig = field(default_factory=ParityConfig)
+
+
+@dataclass
+class IndexConfig:
+    """The `index` section: which checkpoint to index and how to encode the corpus."""
+
+    source_stage: Literal["auto", "distill", "continual", "warmup"] = "auto"
+    corpus_encoder: Literal["onnx", "torch"] = "onnx"  # onnx: the same graph serving runs
+    doc_batch_size: int = 32  # document lengths come from the model's config
+    export: ExportConfig = field(default_factory=ExportConfig)
+
+    def validate(self) -> None:
+        if self.doc_batch_size <= 0:
+            raise ValueError(f"doc_batch_size must be positive, got {self.doc_batch_size}")

@@ -1,0 +1,258 @@
+"""The promotion gate: pure decisions on plain dicts (evaluate metrics, bundle metrics, bench).
+
+A decision is a list of checks, each `pass`, `fail` or `skipped` (with the reason it could not be
+checked: cold start, file absent, no budget configured). The gate passes when no check fails;
+skipped checks are listed in the decision, never counted as passes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from uniret.config.gate import GateConfig
+
+Status = Literal["pass", "fail", "skipped"]
+
+# Float round-off allowance so that a value exactly at its threshold (e.g. prod - tolerance)
+# is not failed by the last bit of a subtraction.
+EPS = 1e-9
+# Keys a benchmark entry may use for p95 latency in milliseconds (the bench writer is separate).
+_P95_KEYS = ("p95_ms", "latency_p95_ms", "p95")
+
+
+@dataclass
+class Check:
+    """One rule applied to one value; `passed` is None when the check was skipped."""
+
+    name: str
+    dataset: str | None
+    value: float | None
+    threshold: float | None
+    status: Status
+    reason: str
+
+    @property
+    def passed(self) -> bool | None:
+        return None if self.status == "skipped" else self.status == "pass"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "passed": self.passed}
+
+
+@dataclass
+class ProductionRef:
+    """What the gate knows of the live bundle: its version and the metrics it was promoted with."""
+
+    version: str
+    metrics: dict[str, Any]  # evaluate metrics.json stored with the bundle
+    system: str  # the system of those metrics that was promoted (e.g. "uni")
+
+
+@dataclass
+class GateInputs:
+    """Everything the gate reads. `None` means absent; `absent` says why (shown as the skip reason)."""
+
+    metrics: dict[str, Any]
+    production: ProductionRef | None = None
+    index_metrics: dict[str, Any] | None = None
+    bench: dict[str, Any] | None = None
+    absent: dict[str, str] = field(default_factory=dict)  # "index" / "bench" -> reason
+
+
+@dataclass
+class Decision:
+    """The gate's verdict with every check that led to it."""
+
+    candidate: str
+    production: str | None
+    checks: list[Check]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    @property
+    def failures(self) -> list[Check]:
+        return [c for c in self.checks if c.status == "fail"]
+
+    def reasons(self) -> list[str]:
+        """One line per failed check (what promote prints when it skips)."""
+        return [f"{c.name}: {c.reason}" for c in self.failures]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "candidate": self.candidate,
+            "production": self.production,
+            "checks": [c.to_dict() for c in self.checks],
+        }
+
+
+def _check(name: str, dataset: str | None, value: float, threshold: float, ok: bool, reason: str) -> Check:
+    return Check(name, dataset, float(value), float(threshold), "pass" if ok else "fail", reason)
+
+
+def _skip(name: str, dataset: str | None, reason: str, threshold: float | None = None) -> Check:
+    return Check(name, dataset, None, threshold, "skipped", reason)
+
+
+def _metric(table: dict[str, Any], system: str, metric: str) -> float | None:
+    value = (table.get(system) or {}).get(metric)
+    return None if value is None else float(value)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4f}"
+
+
+def quality_checks(cfg: GateConfig, metrics: dict[str, Any]) -> list[Check]:
+    """Absolute floor per dataset and candidate vs baseline on the macro average."""
+    checks: list[Check] = []
+    cand, m = cfg.candidate_system, cfg.metric
+    datasets = metrics.get("datasets") or {}
+    if not datasets:
+        checks.append(Check("metrics_present", None, None, None, "fail", "metrics has no datasets"))
+    for ds, systems in sorted(datasets.items()):
+        value = _metric(systems, cand, m)
+        floor = cfg.min_score_per_dataset.get(ds, cfg.min_score)
+        if value is None:
+            have = ", ".join(sorted(systems)) or "none"
+            checks.append(Check("min_score", ds, None, floor, "fail",
+                                f"{ds}: no {m} for candidate {cand!r} (systems: {have})"))
+            continue
+        ok = value + EPS >= floor
+        rel = ">=" if ok else "<"
+        checks.append(_check("min_score", ds, value, floor, ok, f"{ds}: {m} {_fmt(value)} {rel} minimum {_fmt(floor)}"))
+    macro = metrics.get(cfg.macro_key) or {}
+    cand_macro, base_macro = _metric(macro, cand, m), _metric(macro, cfg.baseline_system, m)
+    if cand_macro is None or base_macro is None:
+        missing = [s for s, v in ((cand, cand_macro), (cfg.baseline_system, base_macro)) if v is None]
+        checks.append(Check("beats_baseline", None, cand_macro, None, "fail",
+                            f"{cfg.macro_key} {m} missing for {', '.join(missing)}"))
+    else:
+        threshold = base_macro + cfg.bm25_margin
+        ok = cand_macro + EPS >= threshold
+        rel = ">=" if ok else "<"
+        checks.append(_check("beats_baseline", None, cand_macro, threshold, ok,
+                             f"{cfg.macro_key} {m} {_fmt(cand_macro)} {rel} {cfg.baseline_system} "
+                             f"{_fmt(base_macro)} + margin {cfg.bm25_margin:g}"))
+    return checks
+
+
+def regression_checks(cfg: GateConfig, metrics: dict[str, Any], production: ProductionRef | None) -> list[Check]:
+    """Candidate vs the production bundle's stored metrics on every dataset both evaluated."""
+    if production is None:
+        return [_skip("no_regression", None, "cold start: no production bundle")]
+    checks: list[Check] = []
+    m = cfg.metric
+    prod_sets = production.metrics.get("datasets") or {}
+    for ds, systems in sorted((metrics.get("datasets") or {}).items()):
+        value = _metric(systems, cfg.candidate_system, m)
+        prod = _metric(prod_sets.get(ds) or {}, production.system, m)
+        if value is None:
+            continue  # already failed by min_score
+        if prod is None:
+            checks.append(_skip("no_regression", ds,
+                                f"{ds}: production {production.version} has no {m} for {production.system!r}"))
+            continue
+        threshold = prod - cfg.max_regression
+        ok = value + EPS >= threshold
+        verb = "within" if ok else "regressed beyond"
+        checks.append(_check("no_regression", ds, value, threshold, ok,
+                             f"{ds}: {m} {_fmt(value)} vs production {production.version} {_fmt(prod)}: "
+                             f"{verb} tolerance {cfg.max_regression:g} (threshold {_fmt(threshold)})"))
+    return checks
+
+
+def _bounded(name: str, value: float | None, bound: float | None, upper: bool, what: str,
+             source: str, absent_reason: str | None) -> Check:
+    """`value` <= bound (upper) or >= bound; skipped with its reason when either is unknown."""
+    if bound is None:
+        return _skip(name, None, f"no budget configured for {what}")
+    if value is None:
+        return _skip(name, None, absent_reason or f"{what} not reported by {source}", bound)
+    ok = value <= bound + EPS if upper else value + EPS >= bound
+    rel = ("<=" if ok else ">") if upper else (">=" if ok else "<")
+    kind = "maximum" if upper else "minimum"
+    return _check(name, None, value, bound, ok, f"{what} {value:g} {rel} {kind} {bound:g} ({source})")
+
+
+def sparsity_checks(cfg: GateConfig, index_metrics: dict[str, Any] | None, absent: str | None) -> list[Check]:
+    """Mean active terms per document within bounds: 0 means the sparse head collapsed."""
+    value = None if index_metrics is None else index_metrics.get("mean_active_terms_doc")
+    value = None if value is None else float(value)
+    what = "mean active terms per doc"
+    return [
+        _bounded("sparsity_min", value, cfg.min_active_terms_doc, False, what, "index bundle", absent),
+        _bounded("sparsity_max", value, cfg.max_active_terms_doc, True, what, "index bundle", absent),
+    ]
+
+
+def latency_mode(cfg: GateConfig) -> str:
+    """The bench mode whose latency is budgeted: configured, else the candidate's mode."""
+    return cfg.latency_mode or cfg.candidate_system.rsplit("/", 1)[-1]
+
+
+def bench_p95_ms(bench: dict[str, Any], mode: str) -> float | None:
+    """p95 latency (ms) of `mode` from a bench.json, accepting {modes|latency: {mode: {...}}} or {mode: {...}}."""
+    for table in (bench.get("modes"), bench.get("latency"), bench):
+        entry = table.get(mode) if isinstance(table, dict) else None
+        if isinstance(entry, dict):
+            nested = entry.get("latency") if isinstance(entry.get("latency"), dict) else entry
+            for key in _P95_KEYS:
+                if nested.get(key) is not None:
+                    return float(nested[key])
+    return None
+
+
+def budget_checks(cfg: GateConfig, inputs: GateInputs) -> list[Check]:
+    """Latency (bench) and index-size (bundle metrics, else bench) budgets."""
+    mode = latency_mode(cfg)
+    bench_absent = inputs.absent.get("bench")
+    p95 = None if inputs.bench is None else bench_p95_ms(inputs.bench, mode)
+    checks = [_bounded("latency_p95_ms", p95, cfg.max_latency_p95_ms, True, f"p95 latency (ms) of mode {mode!r}",
+                       "bench", bench_absent)]
+    for kind, bound in (("dense", cfg.max_bytes_per_doc_dense), ("sparse", cfg.max_bytes_per_doc_sparse)):
+        key = f"bytes_per_doc_{kind}"
+        value, source = None, "index bundle"
+        for name, table in (("index bundle", inputs.index_metrics), ("bench", inputs.bench)):
+            if table and table.get(key) is not None:
+                value, source = float(table[key]), name
+                break
+        absent = None
+        if value is None and inputs.index_metrics is None and inputs.bench is None:
+            absent = "; ".join(r for r in (inputs.absent.get("index"), bench_absent) if r) or None
+        checks.append(_bounded(f"index_{key}", value, bound, True, key.replace("_", " "),
+                               source if value is not None else "index bundle or bench", absent))
+    return checks
+
+
+def decide(cfg: GateConfig, inputs: GateInputs) -> Decision:
+    """Apply every rule of `cfg` to `inputs`; cold start (no production) skips the regression rule."""
+    checks = quality_checks(cfg, inputs.metrics)
+    checks += regression_checks(cfg, inputs.metrics, inputs.production)
+    checks += sparsity_checks(cfg, inputs.index_metrics, inputs.absent.get("index"))
+    checks += budget_checks(cfg, inputs)
+    prod = inputs.production.version if inputs.production else None
+    return Decision(candidate=cfg.candidate_system, production=prod, checks=checks)
+
+
+def decision_markdown(decision: Decision) -> str:
+    """A human-readable decision.md: verdict, failures first, then every check."""
+    verdict = "PASSED" if decision.passed else "BLOCKED"
+    lines = [
+        f"# Gate decision: {verdict}",
+        "",
+        f"- candidate: `{decision.candidate}`",
+        f"- production: `{decision.production or 'none (cold start)'}`",
+        "",
+    ]
+    if decision.failures:
+        lines += ["## Why blocked", ""] + [f"- {r}" for r in decision.reasons()] + [""]
+    lines += ["## Checks", "", "| check | dataset | value | threshold | status | reason |", "|---|---|---|---|---|---|"]
+    for c in decision.checks:
+        value = "" if c.value is None else f"{c.value:.4g}"
+        threshold = "" if c.threshold is None else f"{c.threshold:.4g}"
+        lines.append(f"| {c.name} | {c.dataset or ''} | {value} | {threshold} | {c.status} | {c.reason} |")
+    return "\n".join(lines) + "\n"

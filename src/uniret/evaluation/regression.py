@@ -1,0 +1,158 @@
+"""The regression report's content: candidate vs production vs baseline, as rows and as markdown."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+CANDIDATE, PRODUCTION, BASELINE = "candidate", "production", "baseline"
+
+
+@dataclass
+class Comparison:
+    """Values of one metric per dataset for the candidate, the production bundle and the baseline."""
+
+    metric: str
+    candidate: str  # system names, for labels
+    baseline: str
+    production: str | None  # production bundle version; None on cold start
+    rows: dict[str, dict[str, float | None]] = field(default_factory=dict)  # dataset -> role -> value
+    macro: dict[str, float | None] = field(default_factory=dict)  # role -> value
+
+    def labels(self) -> dict[str, str]:
+        """Legend label of each role present."""
+        out = {CANDIDATE: f"candidate ({self.candidate})"}
+        if self.production:
+            out[PRODUCTION] = f"production ({self.production})"
+        out[BASELINE] = self.baseline
+        return out
+
+
+def _value(table: dict[str, Any] | None, system: str, metric: str) -> float | None:
+    value = ((table or {}).get(system) or {}).get(metric)
+    return None if value is None else float(value)
+
+
+def compare(
+    metrics: dict[str, Any],
+    *,
+    metric: str,
+    candidate: str,
+    baseline: str,
+    production: tuple[str, dict[str, Any], str] | None,
+    macro_key: str = "macro",
+) -> Comparison:
+    """Build the comparison; `production` is (version, its stored metrics.json, its system) or None."""
+    prod_version, prod_metrics, prod_system = production if production else (None, {}, "")
+    cmp = Comparison(metric, candidate, baseline, prod_version)
+    prod_sets = prod_metrics.get("datasets") or {}
+    for ds, systems in sorted((metrics.get("datasets") or {}).items()):
+        row = {CANDIDATE: _value(systems, candidate, metric), BASELINE: _value(systems, baseline, metric)}
+        if prod_version:
+            row[PRODUCTION] = _value(prod_sets.get(ds), prod_system, metric)
+        cmp.rows[ds] = row
+    macro = metrics.get(macro_key) or {}
+    cmp.macro = {CANDIDATE: _value(macro, candidate, metric), BASELINE: _value(macro, baseline, metric)}
+    if prod_version:
+        cmp.macro[PRODUCTION] = _value(prod_metrics.get(macro_key), prod_system, metric)
+    return cmp
+
+
+def _num(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.4f}"
+
+
+def _delta(a: float | None, b: float | None) -> str:
+    return "n/a" if a is None or b is None else f"{a - b:+.4f}"
+
+
+def comparison_table(cmp: Comparison) -> list[str]:
+    """Markdown table: one row per dataset plus the macro average, with deltas."""
+    has_prod = cmp.production is not None
+    head = ["dataset", f"candidate ({cmp.candidate})"]
+    head += ["production", "Δ vs production"] if has_prod else []
+    head += [cmp.baseline, f"Δ vs {cmp.baseline}"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for ds, row in [*cmp.rows.items(), ("**macro**", cmp.macro)]:
+        cand = row.get(CANDIDATE)
+        cells = [ds, _num(cand)]
+        if has_prod:
+            cells += [_num(row.get(PRODUCTION)), _delta(cand, row.get(PRODUCTION))]
+        cells += [_num(row.get(BASELINE)), _delta(cand, row.get(BASELINE))]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def systems_table(metrics: dict[str, Any], systems: list[str]) -> list[str]:
+    """Markdown table of every metric of the given systems on every dataset."""
+    names: list[str] = []
+    for per_system in (metrics.get("datasets") or {}).values():
+        for system in systems:
+            names += [m for m in (per_system.get(system) or {}) if m not in names]
+    if not names:
+        return ["(no metrics for " + ", ".join(systems) + ")"]
+    lines = ["| dataset | system | " + " | ".join(names) + " |", "|" + "---|" * (len(names) + 2)]
+    for ds, per_system in sorted((metrics.get("datasets") or {}).items()):
+        for system in systems:
+            values = per_system.get(system)
+            if values:
+                lines.append(f"| {ds} | {system} | " + " | ".join(_num(values.get(n)) for n in names) + " |")
+    return lines
+
+
+def gate_lines(decision: dict[str, Any] | None, absent: str | None) -> list[str]:
+    """The gate's verdict and failed checks, or why there is none."""
+    if decision is None:
+        return [f"No gate decision: {absent}."]
+    verdict = "**PASSED**" if decision.get("passed") else "**BLOCKED**"
+    checks = decision.get("checks") or []
+    skipped = [c for c in checks if c.get("status") == "skipped"]
+    lines = [f"Gate: {verdict} ({len(checks)} checks, {len(skipped)} skipped)."]
+    lines += [f"- fail: {c['name']}: {c['reason']}" for c in checks if c.get("status") == "fail"]
+    lines += [f"- skipped: {c['name']}: {c['reason']}" for c in skipped]
+    return lines
+
+
+def render(
+    cmp: Comparison,
+    metrics: dict[str, Any],
+    *,
+    profile: str,
+    decision: dict[str, Any] | None,
+    decision_absent: str | None,
+    figures: dict[str, str],
+    notes: list[str],
+    wandb: dict[str, Any],
+) -> str:
+    """The whole report.md."""
+    lines = [
+        "# uniret regression report",
+        "",
+        f"- profile: `{profile}`",
+        f"- candidate: `{cmp.candidate}`; baseline: `{cmp.baseline}`; "
+        f"production: `{cmp.production or 'none (cold start)'}`",
+        "",
+        "## Gate",
+        "",
+        *gate_lines(decision, decision_absent),
+        "",
+        f"## {cmp.metric} per dataset",
+        "",
+        *comparison_table(cmp),
+        "",
+        "## All metrics",
+        "",
+        *systems_table(metrics, [cmp.candidate, cmp.baseline]),
+        "",
+        "## Figures",
+        "",
+    ]
+    lines += [f"![{title}]({name})" for title, name in figures.items()] or ["(none)"]
+    if notes:
+        lines += ["", "Not plotted:"] + [f"- {n}" for n in notes]
+    lines += ["", "## W&B", "", f"- mode: {wandb.get('mode')}; {wandb.get('status')}"]
+    if wandb.get("run_dir"):
+        lines.append(f"- run folder: `{wandb['run_dir']}` (upload: `wandb sync {wandb['run_dir']}`)")
+    if wandb.get("report_url"):
+        lines.append(f"- report: {wandb['report_url']}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,1 @@
+"""Export: ONNX graphs of the query and document encoders, and their parity with torch."""

@@ -1,0 +1,1 @@
+"""Kubeflow Pipelines: what components run, task settings, local runs, submit and schedule."""

@@ -1,0 +1,34 @@
+"""Kubernetes settings of one pipeline task, all from params `pipeline:` (PipelineConfig)."""
+
+from __future__ import annotations
+
+from kfp import kubernetes
+from kfp.dsl import PipelineTask
+
+from uniret.config.pipeline import PipelineConfig
+
+WANDB_ENV = "WANDB_API_KEY"
+
+
+def configure_task(task: PipelineTask, stage: str, cfg: PipelineConfig) -> PipelineTask:
+    """Image, resources, GPUs, the shared volume and the W&B secret of `stage`'s task."""
+    task.set_display_name(stage)
+    # Stage outputs live on the shared volume, which KFP's cache key cannot see: a cache hit
+    # would skip a stage whose inputs changed on disk.
+    task.set_caching_options(False)
+    task.set_container_image(cfg.image)
+    res = cfg.resources_for(stage)
+    task.set_cpu_request(res.cpu_request).set_cpu_limit(res.cpu_limit)
+    task.set_memory_request(res.memory_request).set_memory_limit(res.memory_limit)
+    if stage in cfg.gpu_stages:
+        task.set_accelerator_type(cfg.accelerator_type).set_accelerator_limit(cfg.gpus_per_task)
+    for name, value in sorted(cfg.env.items()):
+        task.set_env_variable(name, value)
+    kubernetes.mount_pvc(task, pvc_name=cfg.pvc, mount_path=cfg.mount_path)
+    kubernetes.use_secret_as_env(
+        task,
+        secret_name=cfg.wandb_secret,
+        secret_key_to_env={cfg.wandb_secret_key: WANDB_ENV},
+        optional=cfg.wandb_secret_optional,
+    )
+    return task

@@ -1,0 +1,192 @@
+"""What a Kubeflow component runs in its container: one stage on the shared workdir.
+
+The workdir (the PVC mount on Kubernetes, a local folder under kfp.local) holds everything the
+stages share: `artifacts/` (stage outputs), `params.yaml` (relative params paths such as the
+registry resolve next to it, so they land on the volume too) and optionally `data/` with one
+folder per data version. Components pass only small values; the stage function reads and
+writes the workdir exactly as `uniret <stage>` does.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from uniret.config.loader import PROFILE_KEY, ConfigError, _merge
+from uniret.config.params import Params
+from uniret.data.errors import DataError, DataProblem
+from uniret.stages.runtime import MANIFEST, StageContext, make_context, run_stage
+from uniret.utils.jsonio import read_json
+
+log = logging.getLogger("uniret.kubeflow")
+
+PARAMS_ENV = "UNIRET_PARAMS"  # params.yaml copied into a fresh workdir (default: ./params.yaml)
+DATA_VERSION_ENV = "UNIRET_DATA_VERSION"
+RECIPE_ENV = "UNIRET_RECIPE"
+WORKDIR_PARAMS = "params.yaml"
+WORKDIR_DATA = "data"
+WORKDIR_ARTIFACTS = "artifacts"
+
+
+@dataclass
+class TaskRequest:
+    """The run parameters a component receives from the pipeline."""
+
+    stage: str
+    workdir: str
+    profile: str
+    recipe: str = ""
+    data_version: str = ""
+    gate_overrides: str = ""  # JSON object merged over params `gate:` (thresholds)
+
+
+def workdir_params(workdir: Path) -> Path:
+    """The workdir's params.yaml; a fresh workdir is seeded from $UNIRET_PARAMS or ./params.yaml."""
+    target = workdir / WORKDIR_PARAMS
+    if target.is_file():
+        return target
+    source = Path(os.environ.get(PARAMS_ENV) or WORKDIR_PARAMS)
+    if not source.is_file():
+        raise ConfigError(f"{target}: no params.yaml in the workdir and none at {source} (set ${PARAMS_ENV})")
+    workdir.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    shutil.copyfile(source, tmp)
+    os.replace(tmp, target)  # atomic: concurrent first tasks never see half a file
+    log.info("seeded %s from %s", target, source)
+    return target
+
+
+def data_root(workdir: Path, data_version: str) -> str | None:
+    """$UNIRET_DATA, else <workdir>/data/<version>, else <workdir>/data, else None (params decide)."""
+    if os.environ.get("UNIRET_DATA"):
+        return None  # make_context reads the variable itself
+    base = workdir / WORKDIR_DATA
+    if not base.is_dir():
+        return None
+    if data_version:
+        versioned = base / data_version
+        if not versioned.is_dir():
+            raise DataError(DataProblem(versioned, None, None, f"data version {data_version!r} not found in the workdir"))
+        return str(versioned)
+    return str(base)
+
+
+def parse_overrides(text: str, name: str) -> dict[str, Any]:
+    """A JSON object given as a pipeline parameter; '' means no override."""
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"pipeline parameter {name}: invalid JSON at column {exc.colno}: {exc.msg}") from exc
+    if not isinstance(value, dict):
+        raise ConfigError(f"pipeline parameter {name}: expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def with_overrides(params: Params, section: str, values: dict[str, Any]) -> Params:
+    """A copy of `params` whose `section` resolves with `values` on top (the file is untouched).
+
+    The values are merged into the active profile's entry, so they beat the profile's own
+    overrides too (a tiny-profile gate floor must not mask a threshold given for this run).
+    """
+    if not values:
+        return params
+    raw = dict(params.raw)
+    body = dict(raw.get(section) or {})
+    profiles = dict(body.get(PROFILE_KEY) or {})
+    profiles[params.profile] = _merge(profiles.get(params.profile) or {}, values)
+    body[PROFILE_KEY] = profiles
+    raw[section] = body
+    return Params(raw=raw, profile=params.profile, path=params.path)
+
+
+def task_context(req: TaskRequest) -> StageContext:
+    """The StageContext of one pipeline task, with the run's overrides applied."""
+    workdir = Path(req.workdir).resolve()
+    params_path = workdir_params(workdir)
+    ctx = make_context(params_path, req.profile or None, data_root(workdir, req.data_version),
+                       workdir / WORKDIR_ARTIFACTS)
+    ctx.params = with_overrides(ctx.params, "gate", parse_overrides(req.gate_overrides, "gate_overrides"))
+    ctx.params.section("gate")  # a bad override fails here, naming the key, before any work
+    return ctx
+
+
+def run_task(req: TaskRequest) -> tuple[StageContext, dict[str, Any]]:
+    """Run the stage of `req` on its workdir; return the context and the stage's manifest."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    ctx = task_context(req)
+    # Recorded for lineage: the stages, W&B and the registry read them from the environment.
+    os.environ[RECIPE_ENV] = req.recipe
+    os.environ[DATA_VERSION_ENV] = req.data_version
+    log.info("task %s: profile %s, recipe %r, data version %r, workdir %s", req.stage, ctx.profile,
+             req.recipe, req.data_version, req.workdir)
+    run_stage(req.stage, ctx)
+    return ctx, read_json(ctx.stage_dir(req.stage) / MANIFEST)
+
+
+def publish_manifest(req: TaskRequest, ctx: StageContext, manifest: dict[str, Any], artifact: Any) -> None:
+    """Copy the stage manifest into its KFP artifact; scalar metrics become artifact metadata."""
+    Path(artifact.path).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(ctx.stage_dir(req.stage) / MANIFEST, artifact.path)
+    artifact.metadata.update({
+        "stage": req.stage,
+        "profile": ctx.profile,
+        "recipe": req.recipe,
+        "data_version": req.data_version,
+        "outputs": str(ctx.stage_dir(req.stage)),
+    })
+    for key, value in (manifest.get("metrics") or {}).items():
+        if isinstance(value, (bool, int, float, str)):
+            artifact.metadata[f"metrics.{key}"] = value
+
+
+def run_component(req: TaskRequest, manifest_artifact: Any) -> StageContext:
+    """Entry point of every component: run the stage and publish its manifest."""
+    ctx, manifest = run_task(req)
+    publish_manifest(req, ctx, manifest, manifest_artifact)
+    return ctx
+
+
+def publish_evaluation(ctx: StageContext, metrics: Any, markdown: Any) -> int:
+    """Log params `pipeline.ui_metrics` per dataset/system and macro from evaluate's metrics.json.
+
+    metrics.md becomes a Markdown artifact. Returns how many values were logged (the Kubeflow UI
+    shows them as the run's metrics).
+    """
+    stage_dir = ctx.stage_dir("evaluate")
+    names = ctx.params.section("pipeline").ui_metrics
+    doc = read_json(stage_dir / "metrics.json")
+    count = 0
+    groups = [(f"{ds}/", systems) for ds, systems in sorted((doc.get("datasets") or {}).items())]
+    groups.append(("macro/", doc.get("macro") or {}))
+    for prefix, systems in groups:
+        for system, values in sorted(systems.items()):
+            for name in names:
+                if isinstance(values, dict) and isinstance(values.get(name), (int, float)):
+                    metrics.log_metric(f"{prefix}{system}/{name}", float(values[name]))
+                    count += 1
+    if count == 0:
+        log.warning("%s: none of %s found for any dataset/system", stage_dir / "metrics.json", names)
+    Path(markdown.path).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(stage_dir / "metrics.md", markdown.path)
+    return count
+
+
+def publish_gate(ctx: StageContext, markdown: Any) -> bool:
+    """The gate's decision (decision.json `passed`) and its decision.md as a Markdown artifact."""
+    stage_dir = ctx.stage_dir("gate")
+    path = stage_dir / "decision.json"
+    decision = read_json(path)
+    passed = decision.get("passed")
+    if not isinstance(passed, bool):
+        raise DataError(DataProblem(path, None, "passed", f"expected true/false, got {passed!r}"))
+    Path(markdown.path).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(stage_dir / "decision.md", markdown.path)
+    log.info("gate decision: %s", "PASSED" if passed else "BLOCKED")
+    return passed

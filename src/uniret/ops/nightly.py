@@ -1,0 +1,103 @@
+"""The nightly retraining run: refresh, `dvc repro`, read the gate decision, promote, report.
+
+Exit codes (also in `uniret nightly --help`): 0 promoted (or the candidate already is
+production), 3 blocked by the gate, 1 failed, 75 another nightly run holds the lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from uniret.config.nightly import NightlyConfig
+from uniret.config.paths import params_dir, resolve_path
+from uniret.stages.gate import DECISION_JSON
+from uniret.stages.promote import blocked_summary
+from uniret.stages.runtime import ARTIFACTS_ENV, StageContext, run_stage
+from uniret.utils.jsonio import read_json
+from uniret.utils.locks import LockHeld, file_lock
+
+log = logging.getLogger("uniret.ops")
+
+EXIT_PROMOTED = 0
+EXIT_FAILED = 1
+EXIT_BLOCKED = 3
+EXIT_LOCKED = 75  # EX_TEMPFAIL (sysexits.h): try again later
+
+
+@dataclass
+class NightlyOutcome:
+    """Exit code, one-line summary and the steps that ran."""
+
+    code: int
+    summary: str
+    steps: list[str] = field(default_factory=list)
+
+
+def _run_command(command: str, cwd: Path, env: dict[str, str]) -> int:
+    """Run one configured command (no shell: split like a shell would); output goes to our streams."""
+    argv = shlex.split(command)
+    log.info("nightly: $ %s (in %s)", command, cwd)
+    try:
+        return subprocess.run(argv, cwd=cwd, env=env, check=False).returncode
+    except OSError as exc:
+        log.error("nightly: cannot run %r: %s", command, exc)
+        return 127  # the shell's "command not found"
+
+
+def _child_env(ctx: StageContext) -> dict[str, str]:
+    """Children (dvc repro -> `uniret <stage>`) use the same profile and artifacts as this run."""
+    from uniret.config.params import PROFILE_ENV
+
+    return {**os.environ, PROFILE_ENV: ctx.profile, ARTIFACTS_ENV: str(ctx.artifacts)}
+
+
+def _steps(ctx: StageContext, cfg: NightlyConfig) -> NightlyOutcome:
+    out = NightlyOutcome(EXIT_FAILED, "")
+    cwd, env = params_dir(ctx.params), _child_env(ctx)
+    for command in [*cfg.refresh_commands, cfg.repro_command]:
+        rc = _run_command(command, cwd, env)
+        out.steps.append(f"{command}: exit {rc}")
+        if rc != 0:
+            out.summary = f"failed: `{command}` exited with {rc}"
+            return out
+    decision_path = ctx.stage_dir("gate") / DECISION_JSON
+    if not decision_path.is_file():
+        out.summary = f"failed: {decision_path} not found after `{cfg.repro_command}` (is gate in dvc.yaml?)"
+        return out
+    decision = read_json(decision_path)
+    passed = decision.get("passed") is True
+    if passed and cfg.promote:
+        result = run_stage("promote", ctx)
+        out.steps.append(f"promote: {result.get('status')} {result.get('version', '')}".rstrip())
+    out.code = EXIT_PROMOTED if passed else EXIT_BLOCKED
+    out.summary = "promoted" if passed else f"blocked: {blocked_summary(decision).removeprefix('skipped: ')}"
+    if cfg.report:
+        try:
+            run_stage("report", ctx)
+            out.steps.append("report: written")
+        except Exception as exc:  # noqa: BLE001 - the decision stands; the run is still reported failed
+            log.exception("nightly: report failed")
+            out.steps.append(f"report: failed: {exc}")
+            out.code, out.summary = EXIT_FAILED, f"{out.summary}; report failed: {exc}"
+    return out
+
+
+def run_nightly(ctx: StageContext, cfg: NightlyConfig, lock_file: str | None = None) -> NightlyOutcome:
+    """One nightly run under an exclusive non-blocking lock; never raises for expected failures."""
+    lock = resolve_path(ctx.params, lock_file or cfg.lock_file)
+    try:
+        with file_lock(lock, blocking=False):
+            try:
+                outcome = _steps(ctx, cfg)
+            except Exception as exc:  # noqa: BLE001 - any failure maps to exit 1 with its message
+                log.exception("nightly: failed")
+                outcome = NightlyOutcome(EXIT_FAILED, f"failed: {exc}")
+    except LockHeld as exc:
+        return NightlyOutcome(EXIT_LOCKED, f"another nightly run is in progress: {exc}")
+    log.info("nightly: %s (exit %d)", outcome.summary, outcome.code)
+    return outcome

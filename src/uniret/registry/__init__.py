@@ -1,0 +1,1 @@
+"""Bundle registry: publishing, the production pointer, promotion, rollback, serving notification."""

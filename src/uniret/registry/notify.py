@@ -1,0 +1,56 @@
+"""Tell a running server to reload the production bundle (POST /admin/reload with a bearer token)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass
+from typing import Any
+
+log = logging.getLogger("uniret.registry")
+
+RELOAD_PATH = "/admin/reload"
+BODY_PREVIEW = 300  # characters of a server's reply kept in the result
+
+
+@dataclass
+class NotifyResult:
+    """Outcome of a reload call. A failed notify never undoes a promotion: it is reported."""
+
+    status: str  # "ok", "failed" or "skipped"
+    detail: str
+    http_status: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def notify_reload(serve_url: str | None, token: str | None, version: str, timeout_s: float) -> NotifyResult:
+    """POST {serve_url}/admin/reload; skipped when no URL or token is configured."""
+    if not serve_url:
+        return NotifyResult("skipped", "no registry.serve_url configured: no server to reload")
+    if not token:
+        return NotifyResult("skipped", "no admin token in the environment: cannot authenticate the reload")
+    url = serve_url.rstrip("/") + RELOAD_PATH
+    body = json.dumps({"version": version}).encode()
+    req = urllib.request.Request(
+        url,
+        data=body,
+        method="POST",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+            reply = resp.read().decode(errors="replace")[:BODY_PREVIEW]
+            log.info("server %s reloaded bundle %s (%s)", serve_url, version, resp.status)
+            return NotifyResult("ok", f"POST {url}: {resp.status} {reply}".strip(), resp.status)
+    except urllib.error.HTTPError as exc:
+        reply = exc.read().decode(errors="replace")[:BODY_PREVIEW]
+        detail = f"POST {url}: HTTP {exc.code} {reply}".strip()
+        code: int | None = exc.code
+    except (urllib.error.URLError, OSError) as exc:
+        detail, code = f"POST {url}: {getattr(exc, 'reason', exc)}", None
+    log.warning("reload notification failed (the promotion stands): %s", detail)
+    return NotifyResult("failed", detail, code)

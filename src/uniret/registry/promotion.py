@@ -1,0 +1,102 @@
+"""Promotion and rollback: publish, flip the production pointer, push the registry, tell serving.
+
+The pointer flip is the commit point. `dvc push` and the reload call come after it: when either
+fails, the result says so and the promotion (or rollback) stands.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from uniret.registry import bundles
+from uniret.registry.dvc_sync import push_registry
+from uniret.registry.errors import RegistryError
+from uniret.registry.notify import NotifyResult, notify_reload
+from uniret.registry.pointer import point_back, point_to, read_pointer, registry_lock
+from uniret.utils.files import hash_path
+
+log = logging.getLogger("uniret.registry")
+
+
+@dataclass
+class Serving:
+    """How to reach the server after a pointer change (all optional: no URL means no call)."""
+
+    url: str | None = None
+    token: str | None = None
+    timeout_s: float = 10.0
+
+
+@dataclass
+class PromotionResult:
+    """What a promote or rollback did."""
+
+    action: str  # "promote" or "rollback"
+    version: str
+    previous: str | None
+    published: bool  # a new bundle folder was created (False: it was already in the registry)
+    changed: bool  # the pointer moved (False: the bundle already was production)
+    pointer: dict[str, Any]
+    dvc: str
+    notify: NotifyResult = field(default_factory=lambda: NotifyResult("skipped", "not attempted"))
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: v for k, v in self.__dict__.items() if k != "notify"}
+        return {**out, "notify": self.notify.to_dict()}
+
+
+def _after_change(root: Path, version: str, serving: Serving, dvc_push: bool) -> tuple[str, NotifyResult]:
+    dvc = push_registry(root) if dvc_push else "skipped: registry.dvc_push is false"
+    return dvc, notify_reload(serving.url, serving.token, version, serving.timeout_s)
+
+
+def promote(
+    root: str | Path,
+    source: str | Path,
+    *,
+    evaluation: dict[str, Any] | None,
+    decision: dict[str, Any] | None,
+    lineage: dict[str, Any],
+    serving: Serving | None = None,
+    version: str | None = None,
+    dvc_push: bool = True,
+) -> PromotionResult:
+    """Publish bundle folder `source` (unless identical content is already published) and make it production.
+
+    The lineage's `parent` is set to the production version found under the registry lock.
+    Promoting content that already is production changes nothing (idempotent reruns).
+    """
+    root, serving = Path(root), serving or Serving()
+    root.mkdir(parents=True, exist_ok=True)
+    content_hash = hash_path(source)
+    with registry_lock(root):
+        current = read_pointer(root)
+        previous = current["version"] if current else None
+        existing = bundles.find_by_hash(root, content_hash)
+        if existing is not None and existing == previous:
+            log.info("bundle %s (same content) already is production: nothing to promote", existing)
+            return PromotionResult("promote", existing, previous, False, False, current, "skipped: no change")
+        published = existing is None
+        if published:
+            existing = bundles.publish(root, source, evaluation=evaluation, decision=decision,
+                                       lineage={**lineage, "parent": previous}, version=version,
+                                       content_hash=content_hash)
+        pointer = point_to(root, existing)
+    log.info("production: %s -> %s", previous, existing)
+    dvc, notified = _after_change(root, existing, serving, dvc_push)
+    return PromotionResult("promote", existing, previous, published, True, pointer, dvc, notified)
+
+
+def rollback(root: str | Path, *, serving: Serving | None = None, dvc_push: bool = True) -> PromotionResult:
+    """Restore the previous production bundle; a clear RegistryError when there is none."""
+    root, serving = Path(root), serving or Serving()
+    if not root.is_dir():
+        raise RegistryError(f"{root}: registry not found: nothing to roll back")
+    with registry_lock(root):
+        pointer, withdrawn = point_back(root)
+    log.info("rolled back production: %s -> %s", withdrawn["version"], pointer["version"])
+    dvc, notified = _after_change(root, pointer["version"], serving, dvc_push)
+    return PromotionResult("rollback", pointer["version"], withdrawn["version"], False, True, pointer, dvc, notified)

@@ -1,0 +1,118 @@
+"""The index bundle: everything retrieval needs for one corpus, and `load_searchers` to open it.
+
+Layout (written by uniret.stages.index, published as-is by promote, read by evaluate and serving):
+
+    manifest.json     model config, index types, retrieval/bm25 params, metrics, parity figures
+    onnx/query.onnx   query encoder (ONNX Runtime encodes queries at serving time)
+    onnx/doc.onnx     document encoder (for corpora encoded later, e.g. zero-shot eval sets)
+    tokenizer/        the model's tokenizer
+    dense.faiss       faiss index of the document vectors (type per retrieval.dense)
+    impact/           Lucene impact index (integer impacts round(quant*w), optional top-N)
+    impacts.npz       the same impacts as a CSR matrix (exhaustive scoring, in-memory checks)
+    bm25/             Lucene BM25 index of the same corpus (reference mode)
+    docids.json       row -> doc id, shared by dense.faiss, impacts.npz
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import scipy.sparse as sp
+
+from uniret.config.loader import build
+from uniret.config.retrieval import RetrievalConfig
+from uniret.config.sections import Bm25Config
+from uniret.export.onnx import OnnxEncoder
+from uniret.retrieval.base import Searcher
+from uniret.retrieval.dense import doc_vectors, load_faiss_index, to_search_device
+from uniret.retrieval.lexical import LuceneImpactIndex, MemoryImpactIndex
+from uniret.retrieval.modes import CorpusIndex, build_searchers
+from uniret.retrieval.sparse import vocab_tokens
+
+log = logging.getLogger("uniret.retrieval")
+
+MANIFEST = "manifest.json"
+ONNX_DIR = "onnx"
+TOKENIZER_DIR = "tokenizer"
+DENSE_FILE = "dense.faiss"
+IMPACT_DIR = "impact"
+IMPACTS_FILE = "impacts.npz"
+BM25_DIR = "bm25"
+DOCIDS_FILE = "docids.json"
+FORMAT_VERSION = 1
+
+
+@dataclass
+class Bundle:
+    """An opened bundle: manifest, configs, query/doc encoder and the corpus's index structures."""
+
+    path: Path
+    manifest: dict[str, Any]
+    retrieval: RetrievalConfig
+    bm25: Bm25Config
+    encoder: OnnxEncoder
+    index: CorpusIndex
+
+    @property
+    def has_gate(self) -> bool:
+        return "gate" in self.encoder.outputs(is_query=True)
+
+
+def read_bundle_manifest(bundle_dir: str | Path) -> dict[str, Any]:
+    """The bundle's manifest.json, with a clear error when the folder is not a bundle."""
+    path = Path(bundle_dir) / MANIFEST
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: not an index bundle (no manifest.json); run `uniret index`")
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    if manifest.get("format") != FORMAT_VERSION:
+        raise ValueError(f"{path}: bundle format {manifest.get('format')!r}, this uniret reads {FORMAT_VERSION}")
+    return manifest
+
+
+def open_bundle(bundle_dir: str | Path, cfg: RetrievalConfig | None = None, threads: int | None = None) -> Bundle:
+    """Open a bundle; `cfg` overrides the retrieval params it was built with (query side only:
+    modes, k, uni K, fusion; the index structures are what they are)."""
+    from transformers import AutoTokenizer
+
+    path = Path(bundle_dir)
+    manifest = read_bundle_manifest(path)
+    built_with = build(RetrievalConfig, manifest["params"]["retrieval"], f"{path / MANIFEST}: params.retrieval")
+    cfg = cfg or built_with
+    bm25_cfg = build(Bm25Config, manifest["params"]["bm25"], f"{path / MANIFEST}: params.bm25")
+    tokenizer = AutoTokenizer.from_pretrained(str(path / TOKENIZER_DIR), local_files_only=True)
+    encoder = OnnxEncoder(
+        path / ONNX_DIR, tokenizer, cfg.query_batch_size, cfg.query_max_length, manifest["doc_max_length"], threads
+    )
+    docids = json.loads((path / DOCIDS_FILE).read_text(encoding="utf-8"))
+    quant = built_with.lexical.quant  # the impacts were quantized with the build-time quant
+    index = CorpusIndex(docids=docids)
+    if (path / DENSE_FILE).is_file():
+        cpu_index = load_faiss_index(path / DENSE_FILE)
+        index.doc_vectors = doc_vectors(cpu_index)
+        index.dense = to_search_device(cpu_index, cfg.dense)
+        index.provenance["dense"] = f"bundle faiss {built_with.dense.type} ({DENSE_FILE})"
+    if (path / IMPACT_DIR).is_dir():
+        index.lexical = LuceneImpactIndex(path / IMPACT_DIR, docids, vocab_tokens(tokenizer), quant)
+        index.provenance["lexical"] = f"bundle Lucene impact index ({IMPACT_DIR}/)"
+    if (path / IMPACTS_FILE).is_file():
+        index.impacts = MemoryImpactIndex.from_impacts(docids, sp.load_npz(path / IMPACTS_FILE), quant)
+    if (path / BM25_DIR).is_dir():
+        index.bm25_dir = path / BM25_DIR
+        index.provenance["bm25"] = f"bundle Lucene BM25 index ({BM25_DIR}/)"
+    return Bundle(path, manifest, cfg, bm25_cfg, encoder, index)
+
+
+def load_searchers(
+    bundle_dir: str | Path, cfg: RetrievalConfig | None = None, modes: list[str] | None = None
+) -> dict[str, Searcher]:
+    """{mode: Searcher} over a bundle, queries encoded by its ONNX query encoder.
+
+    Modes default to those the bundle was built with (or `cfg.modes`); a mode whose inputs the
+    bundle lacks (e.g. uni_gated without a query gate) is skipped with a warning.
+    """
+    bundle = open_bundle(bundle_dir, cfg)
+    return build_searchers(bundle.index, bundle.retrieval, bundle.encoder, bundle.bm25, bundle.has_gate, modes)

@@ -1,0 +1,57 @@
+"""Write a bundle's index structures from corpus encodings (layout: retrieval/bundle.py)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import scipy.sparse as sp
+
+from uniret.config.retrieval import RetrievalConfig
+from uniret.retrieval.bundle import DENSE_FILE, DOCIDS_FILE, IMPACT_DIR, IMPACTS_FILE
+from uniret.retrieval.dense import build_faiss_index, save_faiss_index
+from uniret.retrieval.encoding import EncodedTexts
+from uniret.retrieval.lexical import active_terms
+from uniret.retrieval.sparse import iter_term_rows, keep_top_n, quantize
+
+log = logging.getLogger("uniret.retrieval")
+
+
+def dir_bytes(path: Path) -> int:
+    """Total size of the files under `path` (or of the file itself)."""
+    path = Path(path)
+    return path.stat().st_size if path.is_file() else sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def write_index_structures(
+    bundle_dir: Path, docids: list[str], encoded: EncodedTexts, vocab: list[str], cfg: RetrievalConfig,
+    threads: int = 2,
+) -> dict[str, float]:
+    """Write docids.json, dense.faiss, impact/ and impacts.npz into `bundle_dir`; return size metrics."""
+    from uniret.lexical.impact import build_impact_index
+
+    bundle_dir = Path(bundle_dir)
+    n = len(docids)
+    (bundle_dir / DOCIDS_FILE).write_text(json.dumps(docids), encoding="utf-8")
+    metrics: dict[str, float] = {"num_docs": n}
+    if encoded.dense is not None:
+        index = build_faiss_index(encoded.dense, cfg.dense)
+        save_faiss_index(index, bundle_dir / DENSE_FILE)
+        metrics["dense_dim"] = int(encoded.dense.shape[1])
+        metrics["bytes_per_doc_dense"] = round(dir_bytes(bundle_dir / DENSE_FILE) / max(n, 1), 2)
+    if encoded.sparse is not None:
+        # top-N first, then Lucene's own quantization sees exactly these weights (top_n=None there)
+        weights = keep_top_n(encoded.sparse, cfg.lexical.top_n)
+        impacts = quantize(weights, cfg.lexical.quant)
+        sp.save_npz(bundle_dir / IMPACTS_FILE, impacts)
+        stats = build_impact_index(
+            iter_term_rows(docids, weights, vocab), bundle_dir / IMPACT_DIR, cfg.lexical.quant, None, threads=threads,
+            total=n,
+        )
+        metrics["impact_docs_indexed"] = stats.docs
+        metrics["impact_docs_empty"] = stats.skipped
+        metrics["mean_active_terms_doc"] = round(active_terms(impacts), 3)
+        metrics["mean_active_terms_doc_before_top_n"] = round(active_terms(quantize(encoded.sparse, cfg.lexical.quant)), 3)
+        metrics["bytes_per_doc_sparse"] = round(dir_bytes(bundle_dir / IMPACT_DIR) / max(n, 1), 2)
+    return metrics

@@ -1,0 +1,115 @@
+"""Text -> (dense, sparse, gate) arrays: the encoder side every searcher consumes.
+
+Searchers never touch torch or onnxruntime directly: they take a `TextEncoder`, either the torch
+model (`TorchTextEncoder`) or the exported graphs (`uniret.export.onnx.OnnxEncoder`), so the same
+searcher code runs in training-time mining, evaluation and serving.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from tqdm.auto import tqdm
+
+log = logging.getLogger("uniret.retrieval")
+
+
+@dataclass
+class EncodedTexts:
+    """Encoded texts as arrays: dense [n, dim] float32, sparse CSR [n, vocab] float32, gate [n]."""
+
+    dense: np.ndarray | None = None
+    sparse: sp.csr_matrix | None = None
+    gate: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        for part in (self.dense, self.sparse, self.gate):
+            if part is not None:
+                return part.shape[0]
+        return 0
+
+
+def concat_encoded(parts: Sequence[EncodedTexts]) -> EncodedTexts:
+    """Stack batches of EncodedTexts in order."""
+    if not parts:
+        return EncodedTexts()
+    first = parts[0]
+    return EncodedTexts(
+        dense=np.concatenate([p.dense for p in parts]) if first.dense is not None else None,
+        sparse=sp.vstack([p.sparse for p in parts], format="csr") if first.sparse is not None else None,
+        gate=np.concatenate([p.gate for p in parts]) if first.gate is not None else None,
+    )
+
+
+class TextEncoder(Protocol):
+    """What searchers need from an encoder."""
+
+    def encode(self, texts: Sequence[str], is_query: bool) -> EncodedTexts:
+        """Encode `texts` as queries or documents."""
+        ...
+
+
+def to_csr(weights: np.ndarray) -> sp.csr_matrix:
+    """[n, vocab] pooled weights (zeros where inactive) -> float32 CSR."""
+    return sp.csr_matrix(np.asarray(weights, dtype=np.float32))
+
+
+def batches(items: Sequence, size: int) -> list[Sequence]:
+    """Consecutive slices of at most `size` items."""
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def encode_in_batches(
+    encode_batch, texts: Sequence[str], batch_size: int, desc: str, progress: bool | None = None
+) -> EncodedTexts:
+    """Run `encode_batch(list_of_texts) -> EncodedTexts` over `texts`, results in input order.
+
+    Texts are batched longest first, so batches hold texts of similar length and pad little.
+    """
+    texts = list(texts)
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    chunks = batches(order, batch_size)
+    show = progress if progress is not None else len(chunks) > 4
+    parts = [encode_batch([texts[i] for i in chunk]) for chunk in tqdm(chunks, desc=desc, disable=not show, leave=False)]
+    out = concat_encoded(parts)
+    inverse = np.empty(len(order), dtype=np.int64)
+    inverse[np.asarray(order, dtype=np.int64)] = np.arange(len(order))
+    return EncodedTexts(
+        dense=out.dense[inverse] if out.dense is not None else None,
+        sparse=out.sparse[inverse] if out.sparse is not None else None,
+        gate=out.gate[inverse] if out.gate is not None else None,
+    )
+
+
+class TorchTextEncoder:
+    """A RetrievalEncoder plus its tokenizer, behind the TextEncoder interface."""
+
+    def __init__(self, model, tokenizer, batch_size: int, query_max_length: int, doc_max_length: int):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        self.max_length = {True: query_max_length, False: doc_max_length}
+        self.device = next(model.parameters()).device
+
+    @torch.inference_mode()
+    def _encode_batch(self, texts: Sequence[str], is_query: bool) -> EncodedTexts:
+        enc = self.tokenizer(
+            list(texts), padding=True, truncation=True, max_length=self.max_length[is_query], return_tensors="pt"
+        )
+        out = self.model(enc["input_ids"].to(self.device), enc["attention_mask"].to(self.device), is_query=is_query)
+        return EncodedTexts(
+            dense=out.dense.float().cpu().numpy() if out.dense is not None else None,
+            sparse=to_csr(out.sparse.float().cpu().numpy()) if out.sparse is not None else None,
+            gate=out.gate.float().cpu().numpy().reshape(-1) if out.gate is not None else None,
+        )
+
+    def encode(self, texts: Sequence[str], is_query: bool) -> EncodedTexts:
+        """Encode texts in batches of `batch_size` (queries or documents)."""
+        desc = "torch encode " + ("queries" if is_query else "docs")
+        return encode_in_batches(lambda b: self._encode_batch(b, is_query), texts, self.batch_size, desc)

@@ -1,0 +1,77 @@
+"""Hybrid retrieval by fusing runs: min-max normalised interpolation, and reciprocal rank fusion.
+
+- interpolation: per query, each run's scores are min-max normalised to [0, 1]; a document
+  missing from a run gets 0 from it; score = sum_i w_i * norm_i(d). With two runs the weights are
+  (alpha, 1 - alpha); with more, equal.
+- RRF (Cormack et al. 2009): score = sum_i 1 / (k + rank_i(d)), rank starting at 1; a document
+  missing from a run gets nothing from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from uniret.retrieval.base import QueryBatch, Searcher
+from uniret.retrieval.runs import Run, ranked
+
+
+def minmax(scores: dict[str, float]) -> dict[str, float]:
+    """Scores rescaled to [0, 1]; when all scores are equal every document gets 1."""
+    if not scores:
+        return {}
+    lo, hi = min(scores.values()), max(scores.values())
+    if hi == lo:
+        return dict.fromkeys(scores, 1.0)
+    return {d: (s - lo) / (hi - lo) for d, s in scores.items()}
+
+
+def interpolate(runs: Sequence[Run], weights: Sequence[float], k: int | None = None) -> Run:
+    """Weighted sum of min-max normalised runs, top-k per query."""
+    if len(runs) != len(weights):
+        raise ValueError(f"{len(runs)} runs but {len(weights)} weights")
+    out: Run = {}
+    for qid in sorted({q for run in runs for q in run}):
+        fused: dict[str, float] = {}
+        for run, weight in zip(runs, weights, strict=True):
+            for did, s in minmax(run.get(qid, {})).items():
+                fused[did] = fused.get(did, 0.0) + weight * s
+        out[qid] = dict(ranked(fused, k))
+    return out
+
+
+def reciprocal_rank(runs: Sequence[Run], rrf_k: int, k: int | None = None) -> Run:
+    """Reciprocal rank fusion of `runs`, top-k per query."""
+    out: Run = {}
+    for qid in sorted({q for run in runs for q in run}):
+        fused: dict[str, float] = {}
+        for run in runs:
+            for rank, (did, _) in enumerate(ranked(run.get(qid, {})), start=1):
+                fused[did] = fused.get(did, 0.0) + 1.0 / (rrf_k + rank)
+        out[qid] = dict(ranked(fused, k))
+    return out
+
+
+def fusion_weights(n_runs: int, alpha: float) -> list[float]:
+    """(alpha, 1 - alpha) for two runs, equal weights otherwise."""
+    return [alpha, 1.0 - alpha] if n_runs == 2 else [1.0 / n_runs] * n_runs
+
+
+class FusionSearcher(Searcher):
+    """Fuses the runs of other searchers (each taken to `depth`): `hybrid` or `rrf`."""
+
+    def __init__(self, searchers: Sequence[Searcher], method: str, depth: int, alpha: float = 0.5, rrf_k: int = 60):
+        if method not in ("hybrid", "rrf"):
+            raise ValueError(f"unknown fusion method {method!r}; use hybrid or rrf")
+        self.searchers = list(searchers)
+        self.mode = method
+        self.depth = depth
+        self.alpha = alpha
+        self.rrf_k = rrf_k
+        # encode once for all parts: take the first encoder any part needs
+        self.encoder = next((s.encoder for s in self.searchers if s.encoder is not None), None)
+
+    def search_batch(self, batch: QueryBatch, k: int) -> Run:
+        runs = [s.search_batch(batch, max(self.depth, k)) for s in self.searchers]
+        if self.mode == "rrf":
+            return reciprocal_rank(runs, self.rrf_k, k)
+        return interpolate(runs, fusion_weights(len(runs), self.alpha), k)

@@ -1,0 +1,123 @@
+"""Build every configured retrieval mode over one corpus's index structures.
+
+`CorpusIndex` holds what the modes read (faiss index, document vectors, impact index, BM25 index);
+it comes from a bundle on disk (retrieval/bundle.py) or from encodings held in memory
+(`memory_corpus_index`, for eval corpora that have no bundle). `build_searchers` turns it into
+{mode: Searcher} following the `retrieval` params section.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+from uniret.config.retrieval import RetrievalConfig
+from uniret.config.sections import Bm25Config
+from uniret.retrieval.base import Searcher
+from uniret.retrieval.bm25 import Bm25ModeSearcher
+from uniret.retrieval.dense import DenseSearcher, build_faiss_index, to_search_device
+from uniret.retrieval.encoding import EncodedTexts, TextEncoder
+from uniret.retrieval.exhaustive import ExhaustiveSearcher
+from uniret.retrieval.fusion import FusionSearcher
+from uniret.retrieval.lexical import ImpactIndex, LexicalSearcher, MemoryImpactIndex
+from uniret.retrieval.uni import UniSearcher
+
+log = logging.getLogger("uniret.retrieval")
+
+
+@dataclass
+class CorpusIndex:
+    """The index structures of one corpus; `provenance` says where each came from (for reports)."""
+
+    docids: list[str]
+    dense: faiss.Index | None = None
+    doc_vectors: np.ndarray | None = None  # for uni / exhaustive scoring of candidates
+    lexical: ImpactIndex | None = None
+    impacts: MemoryImpactIndex | None = None  # in-memory impacts, for exhaustive scoring
+    bm25_dir: Path | None = None
+    provenance: dict[str, str] = field(default_factory=dict)
+
+
+def memory_corpus_index(
+    docids: list[str], encoded: EncodedTexts, cfg: RetrievalConfig, bm25_dir: Path | None = None
+) -> CorpusIndex:
+    """Index structures built in memory from document encodings (faiss per params, exact impacts)."""
+    index = CorpusIndex(docids=list(docids), bm25_dir=bm25_dir)
+    if encoded.dense is not None:
+        index.doc_vectors = np.ascontiguousarray(encoded.dense, dtype=np.float32)
+        index.dense = to_search_device(build_faiss_index(index.doc_vectors, cfg.dense), cfg.dense)
+        index.provenance["dense"] = f"in-memory faiss {cfg.dense.type}"
+    if encoded.sparse is not None:
+        index.impacts = MemoryImpactIndex(docids, encoded.sparse, cfg.lexical.quant, cfg.lexical.top_n)
+        index.lexical = index.impacts
+        index.provenance["lexical"] = "in-memory impacts (exact sparse products, same quantization as Lucene)"
+    if bm25_dir is not None:
+        index.provenance["bm25"] = f"Lucene BM25 index {bm25_dir}"
+    return index
+
+
+def _needs(mode: str, cfg: RetrievalConfig) -> set[str]:
+    """Structures a mode reads."""
+    if mode in ("hybrid", "rrf"):
+        return set().union(*(_needs(m, cfg) for m in cfg.fusion.runs))
+    return {
+        "bm25": {"bm25"},
+        "dense": {"dense"},
+        "lexical": {"lexical"},
+        "uni": {"lexical", "vectors"},
+        "uni_gated": {"lexical", "vectors", "gate"},
+        "exhaustive": {"impacts", "vectors"},
+    }[mode]
+
+
+def build_searchers(
+    index: CorpusIndex,
+    cfg: RetrievalConfig,
+    encoder: TextEncoder | None,
+    bm25_cfg: Bm25Config | None = None,
+    has_gate: bool = False,
+    modes: list[str] | None = None,
+) -> dict[str, Searcher]:
+    """{mode: Searcher} for `modes` (default cfg.modes); modes whose inputs are missing are skipped
+    with a warning naming what is missing (e.g. uni_gated for a model without a query gate)."""
+    have = {
+        "dense": index.dense is not None,
+        "vectors": index.doc_vectors is not None,
+        "lexical": index.lexical is not None,
+        "impacts": index.impacts is not None,
+        "bm25": index.bm25_dir is not None and bm25_cfg is not None,
+        "gate": has_gate,
+    }
+    built: dict[str, Searcher] = {}
+
+    def make(mode: str) -> Searcher:
+        if mode in built:
+            return built[mode]
+        if mode == "bm25":
+            searcher: Searcher = Bm25ModeSearcher(index.bm25_dir, bm25_cfg)
+        elif mode == "dense":
+            searcher = DenseSearcher(index.dense, index.docids, encoder)
+        elif mode == "lexical":
+            searcher = LexicalSearcher(index.lexical, encoder)
+        elif mode in ("uni", "uni_gated"):
+            searcher = UniSearcher(index.lexical, index.doc_vectors, cfg.uni.k, gated=mode == "uni_gated", encoder=encoder)
+        elif mode == "exhaustive":
+            searcher = ExhaustiveSearcher(index.impacts, index.doc_vectors, encoder=encoder)
+        else:  # hybrid, rrf
+            parts = [make(m) for m in cfg.fusion.runs]
+            searcher = FusionSearcher(parts, mode, cfg.fusion.depth, cfg.fusion.alpha, cfg.fusion.rrf_k)
+        built[mode] = searcher
+        return searcher
+
+    out: dict[str, Searcher] = {}
+    for mode in modes or cfg.modes:
+        missing = sorted(n for n in _needs(mode, cfg) if not have[n])
+        if missing:
+            log.warning("retrieval mode %s skipped: missing %s", mode, ", ".join(missing))
+            continue
+        out[mode] = make(mode)
+    return out

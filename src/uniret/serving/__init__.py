@@ -1,0 +1,1 @@
+"""HTTP serving of a retrieval bundle: FastAPI app, hot-swappable searcher state, Prometheus metrics."""

@@ -1,0 +1,207 @@
+"""The FastAPI app: /search, /healthz, /readyz, /metrics and an authenticated /admin/reload.
+
+Searches run on a bounded pool of `serve.threads` threads (persistent, so the JVM attaches each
+once); reloads run on their own single thread so a slow load never blocks searches. No
+`from __future__ import annotations` here: FastAPI must see the request model built in
+`create_app` as a real class, not as a string.
+"""
+
+import asyncio
+import hmac
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Header, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from uniret.retrieval.base import Searcher
+from uniret.retrieval.runs import ranked
+from uniret.serving.limits import BodySizeLimit
+from uniret.serving.metrics import ServingMetrics
+from uniret.serving.schemas import (
+    BundleInfo,
+    Hit,
+    ReadyResponse,
+    ReloadRequest,
+    ReloadResponse,
+    SearchResponse,
+    search_request_model,
+)
+from uniret.serving.settings import ServingSettings
+from uniret.serving.source import SourceError, bundle_loader
+from uniret.serving.state import BundleLoadError, LiveBundle, Loader, NotReady, ServingState
+from uniret.serving.watch import PointerWatcher
+
+log = logging.getLogger("uniret.serving")
+
+QID = "q"
+INVALID_MODE = "invalid"  # metrics label of requests naming no offered mode (bounded cardinality)
+
+
+def run_query(searcher: Searcher, query: str, k: int) -> list[tuple[str, float]]:
+    """Top-k (doc id, score) of one query, best first (doc id breaks ties)."""
+    return ranked(searcher.search({QID: query}, k).get(QID, {}), k)
+
+
+def bundle_info(live: LiveBundle) -> BundleInfo:
+    return BundleInfo(version=live.version, path=str(live.path), modes=live.modes,
+                      default_mode=live.default_mode, loaded_at=live.loaded_at)
+
+
+def _validation_response(exc: RequestValidationError) -> JSONResponse:
+    """400 for a body that is not JSON, 422 naming each bad field otherwise; always {"detail": str}."""
+    errors = exc.errors()
+    if any(e.get("type") == "json_invalid" for e in errors):
+        where = next(e for e in errors if e.get("type") == "json_invalid")
+        return JSONResponse({"detail": f"request body is not valid JSON: {where.get('msg')}"}, status_code=400)
+    parts = []
+    for e in errors:
+        loc = ".".join(str(p) for p in e.get("loc", ()) if p != "body") or "body"
+        parts.append(f"{loc}: {e.get('msg')}")
+    return JSONResponse({"detail": "; ".join(parts)}, status_code=422)
+
+
+def _check_token(expected: str | None, authorization: str | None) -> None:
+    """401 without a bearer token, 403 for a wrong one (or when no token is configured)."""
+    if not authorization or not authorization.lower().startswith("bearer "):
+        raise HTTPException(401, "missing bearer token (Authorization: Bearer <token>)",
+                            headers={"WWW-Authenticate": "Bearer"})
+    if expected is None:
+        raise HTTPException(403, "admin endpoint disabled: no admin token configured on this server")
+    given = authorization[len("bearer "):].strip()
+    if not hmac.compare_digest(given.encode(), expected.encode()):
+        raise HTTPException(403, "invalid admin token")
+
+
+def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastAPI:
+    """The serving app; it loads the source's bundle in the background at start-up.
+
+    `loader` builds {mode: Searcher} from a bundle folder (default: the bundle's own retrieval
+    params, ONNX query encoder with `serve.onnx_threads`).
+    """
+    cfg = settings.serve
+    source = settings.source
+    metrics = ServingMetrics()
+    state = ServingState(loader or bundle_loader(cfg.onnx_threads), cfg.probe_query, cfg.default_mode)
+    search_pool = ThreadPoolExecutor(cfg.threads, thread_name_prefix="uniret-search")
+    admin_pool = ThreadPoolExecutor(1, thread_name_prefix="uniret-admin")
+    SearchRequest = search_request_model(cfg)  # noqa: N806 - a class built from the config
+
+    def reload(path, version) -> tuple[LiveBundle, LiveBundle | None]:
+        try:
+            new, old = state.reload(path, version)
+        except BundleLoadError:
+            metrics.reloads.labels(result="failed").inc()
+            raise
+        metrics.reloads.labels(result="ok").inc()
+        metrics.set_bundle(new.version, str(new.path))
+        return new, old
+
+    def initial_load() -> None:
+        try:
+            reload(*source.resolve())
+        except (SourceError, BundleLoadError) as exc:
+            log.error("no bundle loaded at start-up (%s): %s; /readyz stays 503 until a reload succeeds",
+                      source.describe(), exc)
+
+    watcher = None
+    if cfg.watch_interval_s > 0 and source.registry_root is not None:
+        watcher = PointerWatcher(source, lambda: state.current.version if state.current else None,
+                                 reload, cfg.watch_interval_s)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        admin_pool.submit(initial_load)
+        if watcher is not None:
+            watcher.start()
+        yield
+        if watcher is not None:
+            watcher.stop()
+        search_pool.shutdown(wait=True)
+        admin_pool.shutdown(wait=True)
+        state.close()
+
+    app = FastAPI(title="uniret", description="Hybrid (learned-sparse + dense) first-stage retrieval",
+                  lifespan=lifespan)
+    app.state.serving = state
+    app.state.metrics = metrics
+    app.add_middleware(BodySizeLimit, limit=cfg.max_body_bytes)
+
+    @app.exception_handler(RequestValidationError)
+    async def on_validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return _validation_response(exc)
+
+    @app.get("/healthz")
+    async def healthz() -> dict:
+        """The process is alive (says nothing about the bundle)."""
+        return {"status": "ok"}
+
+    @app.get("/readyz", response_model=ReadyResponse)
+    async def readyz() -> ReadyResponse:
+        """200 with the live bundle once one is loaded, 503 before."""
+        live = state.current
+        if live is None:
+            raise HTTPException(503, "no bundle loaded yet")
+        return ReadyResponse(status="ready", bundle=bundle_info(live))
+
+    @app.get("/metrics")
+    async def prometheus() -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.post("/search", response_model=SearchResponse)
+    async def search(req: SearchRequest) -> SearchResponse:
+        """Top-k documents for one query in one mode of the live bundle."""
+        start = time.perf_counter()
+        label, status = INVALID_MODE, 500
+        metrics.inflight.inc()
+        try:
+            with state.lease() as live:
+                mode = req.mode or live.default_mode
+                if mode not in live.searchers:
+                    status = 400
+                    raise HTTPException(400, f"unknown mode {mode!r}; this bundle offers: {', '.join(live.modes)}")
+                label = mode
+                loop = asyncio.get_running_loop()
+                try:
+                    hits = await loop.run_in_executor(search_pool, run_query, live.searchers[mode], req.query, req.k)
+                except Exception as exc:
+                    log.exception("search failed (mode %s, bundle %s)", mode, live.version)
+                    raise HTTPException(500, f"search failed in mode {mode!r}: {type(exc).__name__}") from exc
+                status = 200
+                took_ms = (time.perf_counter() - start) * 1000.0
+                return SearchResponse(query=req.query, mode=mode, k=req.k, version=live.version,
+                                      took_ms=round(took_ms, 3),
+                                      results=[Hit(doc_id=d, score=s) for d, s in hits])
+        except NotReady as exc:
+            status = 503
+            raise HTTPException(503, "no bundle loaded yet; retry when /readyz answers 200") from exc
+        finally:
+            metrics.inflight.dec()
+            metrics.observe(label, status, time.perf_counter() - start)
+
+    @app.post("/admin/reload", response_model=ReloadResponse)
+    async def admin_reload(body: ReloadRequest | None = None,
+                           authorization: str | None = Header(default=None)) -> ReloadResponse:
+        """Load a bundle aside, probe it and swap it in; on failure the old bundle keeps serving."""
+        _check_token(settings.admin_token, authorization)
+        body = body or ReloadRequest()
+        start = time.perf_counter()
+        serving = state.current.version if state.current else None
+        try:
+            path, version = source.resolve(body.bundle, body.version)
+        except SourceError as exc:
+            metrics.reloads.labels(result="failed").inc()
+            raise HTTPException(409, f"{exc}; still serving {serving}") from exc
+        loop = asyncio.get_running_loop()
+        try:
+            new, old = await loop.run_in_executor(admin_pool, reload, path, version)
+        except BundleLoadError as exc:
+            raise HTTPException(422, f"reload failed, still serving {serving}: {exc}") from exc
+        return ReloadResponse(status="reloaded", previous=old.version if old else None, bundle=bundle_info(new),
+                              took_ms=round((time.perf_counter() - start) * 1000.0, 1))
+
+    return app

@@ -1,0 +1,39 @@
+"""Prometheus metrics of one serving app (own registry, so several apps can live in one process)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+# Search latencies on CPU range from sub-millisecond (cached BM25) to seconds (cold ONNX sessions).
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+class ServingMetrics:
+    """Request count and latency per mode and status, reloads, and the live bundle's version."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "uniret_search_requests", "Search requests by mode and HTTP status", ["mode", "status"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "uniret_search_latency_seconds", "Search latency (query encoding included) by mode and HTTP status",
+            ["mode", "status"], buckets=LATENCY_BUCKETS, registry=self.registry,
+        )
+        self.reloads = Counter("uniret_reloads", "Bundle reloads by result", ["result"], registry=self.registry)
+        self.bundle_info = Gauge(
+            "uniret_bundle_info", "The live bundle (value 1 on the live version)", ["version", "path"],
+            registry=self.registry,
+        )
+        self.inflight = Gauge("uniret_search_inflight", "Search requests being served", registry=self.registry)
+
+    def observe(self, mode: str, status: int, seconds: float) -> None:
+        """Count one search request and its latency."""
+        self.requests.labels(mode=mode, status=str(status)).inc()
+        self.latency.labels(mode=mode, status=str(status)).observe(seconds)
+
+    def set_bundle(self, version: str, path: str) -> None:
+        """Point the info gauge at the live bundle only."""
+        self.bundle_info.clear()
+        self.bundle_info.labels(version=version, path=path).set(1)

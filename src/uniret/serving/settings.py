@@ -1,0 +1,55 @@
+"""Everything `create_app` needs, gathered from params.yaml and the command line."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from uniret.config.params import Params
+from uniret.config.serving import ServeConfig
+from uniret.serving.source import BundleSource
+
+DEFAULT_TOKEN_ENV = "UNIRET_ADMIN_TOKEN"
+
+
+@dataclass
+class ServingSettings:
+    """The `serve` section, where bundles come from, and the admin bearer token (None: reload disabled)."""
+
+    serve: ServeConfig
+    source: BundleSource
+    admin_token: str | None = None
+
+
+def settings_from_params(
+    params: Params, registry: str | None = None, bundle: str | None = None, **overrides
+) -> ServingSettings:
+    """Settings from params (`serve`, `registry`); `bundle` (a folder) wins over `registry` and params.
+
+    `overrides` replace fields of the `serve` section (e.g. host, port from the command line).
+    The admin token comes from the env var named by registry.token_env, else serve.admin_token.
+    """
+    from dataclasses import replace
+
+    from uniret.config.paths import resolve_path
+
+    serve: ServeConfig = params.section("serve")
+    serve = replace(serve, **{k: v for k, v in overrides.items() if v is not None})
+    serve.validate()
+    token_env = DEFAULT_TOKEN_ENV
+    registry_root = None
+    if "registry" in params.raw:
+        reg = params.section("registry")
+        token_env = reg.token_env
+        registry_root = resolve_path(params, reg.root)
+    if registry:
+        registry_root = resolve_path(params, registry)
+    if bundle:
+        source = BundleSource(bundle=Path(bundle).expanduser().resolve())
+    elif registry_root is not None:
+        source = BundleSource(registry_root=registry_root)
+    else:
+        raise ValueError("serving needs --bundle or --registry (or a `registry` section in params.yaml)")
+    token = os.environ.get(token_env) or serve.admin_token
+    return ServingSettings(serve=serve, source=source, admin_token=token)

@@ -1,0 +1,96 @@
+"""Where the served bundle comes from: a registry's production pointer, or a fixed bundle folder.
+
+It also builds the searcher set of a bundle folder (the state's loader) with serving's thread
+settings, and names a bundle's version (the registry's version, else folder name + manifest hash).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from uniret.retrieval.base import Searcher
+
+MANIFEST = "manifest.json"
+HASH_CHARS = 8
+
+
+class SourceError(RuntimeError):
+    """The bundle to load cannot be determined (no production pointer, version mismatch, ...)."""
+
+
+def bundle_version(path: Path) -> str:
+    """The registry version in the bundle's manifest, else `<folder>-<manifest sha256 prefix>`."""
+    manifest = Path(path) / MANIFEST
+    try:
+        raw = manifest.read_bytes()
+        data = json.loads(raw)
+    except (OSError, ValueError) as exc:
+        raise SourceError(f"{manifest}: cannot read bundle manifest: {exc}") from exc
+    if isinstance(data, dict) and isinstance(data.get("version"), str):
+        return data["version"]
+    return f"{Path(path).name}-{hashlib.sha256(raw).hexdigest()[:HASH_CHARS]}"
+
+
+@dataclass
+class BundleSource:
+    """A registry root (production.json decides) or a fixed bundle folder (reloads reopen it)."""
+
+    registry_root: Path | None = None
+    bundle: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.registry_root is None and self.bundle is None:
+            raise ValueError("serving needs a registry root or a bundle folder")
+
+    def production(self) -> tuple[Path, str] | None:
+        """(bundle folder, version) named by production.json; None when nothing was promoted."""
+        from uniret.registry.errors import RegistryError
+        from uniret.registry.pointer import read_pointer
+
+        try:
+            pointer = read_pointer(self.registry_root)
+        except RegistryError as exc:
+            raise SourceError(str(exc)) from exc
+        if pointer is None:
+            return None
+        if not isinstance(pointer.get("bundle"), str):
+            raise SourceError(f"{self.registry_root / 'production.json'}: field 'bundle' missing or not a string")
+        return self.registry_root / pointer["bundle"], pointer["version"]
+
+    def resolve(self, requested: str | None = None, expected_version: str | None = None) -> tuple[Path, str]:
+        """(bundle folder, version) to load: `requested` when given, else the pointer or the fixed folder."""
+        if requested:
+            path = Path(requested).expanduser()
+            if not path.is_absolute():
+                path = (self.registry_root or Path.cwd()) / path
+            return path, bundle_version(path)
+        if self.registry_root is not None:
+            found = self.production()
+            if found is None:
+                raise SourceError(f"{self.registry_root / 'production.json'}: no production bundle promoted yet")
+            path, version = found
+            if expected_version and expected_version != version:
+                raise SourceError(
+                    f"production.json names version {version!r}, the reload asked for {expected_version!r}"
+                )
+            return path, version
+        return self.bundle, bundle_version(self.bundle)
+
+    def describe(self) -> str:
+        return f"registry {self.registry_root}" if self.registry_root is not None else f"bundle {self.bundle}"
+
+
+def bundle_loader(onnx_threads: int | None):
+    """A loader for ServingState: {mode: Searcher} of a bundle folder (its own retrieval params)."""
+
+    def load(path: Path) -> dict[str, Searcher]:
+        from uniret.retrieval.bundle import open_bundle
+        from uniret.retrieval.modes import build_searchers
+
+        bundle = open_bundle(path, None, onnx_threads)
+        return build_searchers(bundle.index, bundle.retrieval, bundle.encoder, bundle.bm25, bundle.has_gate)
+
+    return load

@@ -1,0 +1,107 @@
+"""evaluate stage: BEIR-style metrics of BM25 and every retrieval mode on the eval datasets.
+
+Reads the validated eval datasets (their `data.eval_split` qrels) and the runs of every
+registered run source (uniret.evaluation.sources), then writes under artifacts/evaluate/:
+  metrics.json   {"datasets": {dataset: {system: {metric: v}}}, "macro": {system: {...}},
+                  "zero_shot_macro": {system: {...}}, "num_queries": {dataset: n}}  (DVC metrics)
+  metrics.md     the same as a markdown table
+  per_query/<system>/<dataset>.json   {query: {metric: v}}
+  runs/<system>/<dataset>.trec        for sources whose runs are not kept upstream
+The manifest records which sources ran and the expected-score check (benchmarks/expected).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from uniret.errors import StageFailed
+from uniret.evaluation.expected import check_expected
+from uniret.evaluation.scoring import Scores, score_systems
+from uniret.evaluation.sources import RUN_SOURCES, RunSource, collect_runs, load_source
+from uniret.evaluation.tables import metrics_table
+from uniret.retrieval.runs import Run, write_run
+from uniret.stages.runtime import VALIDATED_DATA, StageContext, stage_output
+from uniret.utils.files import atomic_write_json, atomic_write_text
+
+log = logging.getLogger("uniret.evaluation")
+
+STAGE = "evaluate"
+
+
+def _expected_paths(ctx: StageContext, files: list[str]) -> list[Path]:
+    """Reference files, relative paths taken from params.yaml's folder (the repo root under DVC)."""
+    base = ctx.params.path.parent if ctx.params.path else Path.cwd()
+    return [p if p.is_absolute() else base / p for p in map(Path, files)]
+
+
+def check_references(ctx: StageContext, doc: dict[str, Any]) -> dict[str, Any]:
+    """Run the expected-score checks of params `evaluate.expected_scores` on a metrics document.
+
+    References are measured on whole datasets, so a sliced profile (data.slice set) skips them.
+    """
+    cfg = ctx.params.section("evaluate")
+    paths = _expected_paths(ctx, cfg.expected_scores)
+    result: dict[str, Any] = {"files": [str(p) for p in paths], "failures": []}
+    slice_cfg = ctx.params.section("data").slice
+    if not paths:
+        return {**result, "status": "skipped", "reason": "no expected_scores configured"}
+    if slice_cfg.max_queries is not None or slice_cfg.max_docs is not None:
+        return {**result, "status": "skipped", "reason": "data is sliced (data.slice); references are on whole datasets"}
+    for path in paths:
+        result["failures"].extend(check_expected(doc, path))
+    result["status"] = "fail" if result["failures"] else "pass"
+    return result
+
+
+def _write_outputs(out: Path, scores: Scores, table: str, saved: dict[str, dict[str, Run]], split: str) -> None:
+    """metrics.json, metrics.md, per-query values, and the runs that exist nowhere else."""
+    atomic_write_json(out / "metrics.json", scores.doc)
+    atomic_write_text(out / "metrics.md", f"# Evaluation ({split} split)\n\n{table}")
+    for system, by_dataset in scores.per_query.items():
+        for dataset, rows in by_dataset.items():
+            atomic_write_json(out / "per_query" / system / f"{dataset}.json", rows)
+    for system, by_dataset in saved.items():
+        for dataset, run_ in by_dataset.items():
+            write_run(out / "runs" / system / f"{dataset}.trec", run_, tag=system)
+
+
+def _log_results(split: str, table: str, references: dict[str, Any]) -> None:
+    log.info("evaluation (%s split):\n%s", split, table)
+    for failure in references["failures"]:
+        log.warning("expected score missed: %s", failure)
+    if references["status"] == "skipped":
+        log.info("expected-score check skipped: %s", references["reason"])
+
+
+def run(ctx: StageContext) -> dict[str, Any]:
+    """Score every system of every registered run source on data.eval_datasets; see module doc."""
+    data_cfg = ctx.params.section("data")
+    cfg = ctx.params.section(STAGE)
+    sources: list[RunSource] = [load_source(name) for name in RUN_SOURCES]
+    qrels = {name: ctx.dataset(name).qrels(data_cfg.eval_split) for name in data_cfg.eval_datasets}
+
+    inputs = {"validated_data": ctx.stage_dir("validate") / VALIDATED_DATA}
+    for src in sources:
+        inputs.update(src.inputs(ctx))
+    inputs.update({f"expected:{p.name}": p for p in _expected_paths(ctx, cfg.expected_scores)})
+    with stage_output(ctx, STAGE, sections=["data", STAGE], inputs=inputs) as (out, manifest):
+        try:
+            runs, source_report = collect_runs(ctx, sources)
+            scores = score_systems(qrels, runs, cfg.metrics, cfg.ignore_identical_ids, data_cfg.train_dataset)
+        except ValueError as exc:  # a source clash or a system missing a dataset: a broken upstream
+            raise StageFailed(f"evaluate: {exc}") from exc
+        references = check_references(ctx, scores.doc)
+        table = metrics_table(scores.doc, cfg.metrics)
+        _log_results(data_cfg.eval_split, table, references)
+        saved = {s: runs[s] for src in sources if src.save_runs for s in source_report[src.name]["systems"]}
+        _write_outputs(out, scores, table, saved, data_cfg.eval_split)
+        manifest["metrics"] = {"macro": scores.doc["macro"], "zero_shot_macro": scores.doc["zero_shot_macro"]}
+        manifest["sources"] = source_report
+        manifest["expected"] = references
+        if references["failures"] and cfg.strict_expected:
+            raise StageFailed(
+                "expected scores missed (evaluate.strict_expected is true):\n" + "\n".join(references["failures"])
+            )
+    return {**scores.doc, "expected": references}

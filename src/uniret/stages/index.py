@@ -1,0 +1,139 @@
+"""Stage index: encode the train corpus with the final checkpoint into a retrieval bundle.
+
+Reads the checkpoint of `index.source_stage` (auto: distill, else continual, else warmup: the first
+whose artifacts/<stage>/model/ exists), exports its query and document encoders to ONNX, checks
+their parity with torch on real queries and documents (a failure stops the stage: nothing is
+written), encodes the corpus of data.train_dataset and writes artifacts/index/bundle/ (layout in
+uniret.retrieval.bundle): ONNX encoders, tokenizer, faiss index, Lucene impact index, a copy of
+the bm25 stage's index, doc ids and a manifest with the model config, index types and metrics.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import shutil
+import time
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from uniret.config.retrieval import IndexConfig, RetrievalConfig
+from uniret.data.beir import BeirDataset
+from uniret.errors import StageFailed
+from uniret.export.onnx import OnnxEncoder, export_encoders
+from uniret.export.parity import check_parity
+from uniret.retrieval.bundle import BM25_DIR, FORMAT_VERSION, MANIFEST, ONNX_DIR, TOKENIZER_DIR
+from uniret.retrieval.bundle_write import write_index_structures
+from uniret.retrieval.encoding import TorchTextEncoder
+from uniret.retrieval.sparse import vocab_tokens
+from uniret.stages.runtime import StageContext, stage_output
+from uniret.utils.files import atomic_write_json, hash_path
+
+log = logging.getLogger("uniret.stages.index")
+
+STAGE = "index"
+BUNDLE = "bundle"
+MODEL_DIR = "model"
+# "auto" takes the most trained checkpoint available
+SOURCE_ORDER = ("distill", "continual", "warmup")
+BM25_INDEXES = "indexes"  # artifacts/bm25/indexes/<dataset> (uniret.stages.bm25)
+
+
+def find_checkpoint(ctx: StageContext, source: str) -> tuple[str, Path]:
+    """(stage, checkpoint folder) to index, per `index.source_stage`."""
+    candidates = SOURCE_ORDER if source == "auto" else (source,)
+    for stage in candidates:
+        path = ctx.stage_dir(stage) / MODEL_DIR
+        if path.is_dir():
+            return stage, path
+    where = ", ".join(str(ctx.stage_dir(s) / MODEL_DIR) for s in candidates)
+    raise FileNotFoundError(f"index: no checkpoint found (looked for {where}); run `uniret {candidates[-1]}` first")
+
+
+def _parity_texts(dataset: BeirDataset, split: str, cfg: IndexConfig) -> tuple[list[str], list[str]]:
+    """Real queries (the train split, else any) and the first documents of the corpus."""
+    queries = dataset.split_queries(split) if split in dataset.splits() else dataset.queries()
+    n_q, n_d = cfg.export.parity.queries, cfg.export.parity.docs
+    return list(islice(queries.values(), n_q)), [d.contents for d in islice(dataset.iter_corpus(), n_d)]
+
+
+def _model_info(model, stage: str, model_dir: Path) -> dict[str, Any]:
+    config = getattr(model, "model_config", None)
+    return {
+        "source_stage": stage,
+        "checkpoint": str(model_dir),
+        "checkpoint_sha256": hash_path(model_dir),
+        "class": type(model).__name__,
+        "config": dataclasses.asdict(config) if config is not None else None,
+    }
+
+
+def run(ctx: StageContext) -> dict[str, Any]:
+    """Build artifacts/index/bundle/; returns the bundle's metrics."""
+    from uniret.models.factory import load_model
+
+    cfg: IndexConfig = ctx.params.section("index")
+    rcfg: RetrievalConfig = ctx.params.section("retrieval")
+    data = ctx.params.section("data")
+    stage, model_dir = find_checkpoint(ctx, cfg.source_stage)
+    dataset = ctx.dataset(data.train_dataset)
+    bm25_index = ctx.require("bm25") / BM25_INDEXES / data.train_dataset
+    if not bm25_index.is_dir():
+        raise FileNotFoundError(f"{bm25_index}: BM25 index of {data.train_dataset!r} missing; rerun `uniret bm25`")
+    model, tokenizer = load_model(model_dir)
+    mcfg = model.model_config
+    qlen, dlen = mcfg.query_max_length, mcfg.doc_max_length
+    log.info("index: %s checkpoint %s, corpus %s", stage, model_dir, dataset.name)
+
+    inputs = {"model": model_dir, "corpus": dataset.corpus_path, "bm25_index": bm25_index}
+    with stage_output(ctx, STAGE, sections=["index", "retrieval", "bm25"], inputs=inputs) as (tmp, manifest):
+        bundle = tmp / BUNDLE
+        outputs = export_encoders(model, tokenizer, bundle / ONNX_DIR, cfg.export, qlen, dlen)
+        tokenizer.save_pretrained(str(bundle / TOKENIZER_DIR))
+        torch_enc = TorchTextEncoder(model, tokenizer, cfg.doc_batch_size, qlen, dlen)
+        onnx_enc = OnnxEncoder(bundle / ONNX_DIR, tokenizer, cfg.doc_batch_size, qlen, dlen)
+        parity = check_parity(torch_enc, onnx_enc, *_parity_texts(dataset, data.train_split, cfg), cfg.export.parity)
+
+        docs = list(dataset.iter_corpus())
+        if not docs:
+            raise StageFailed(f"index: corpus of {dataset.name!r} is empty")
+        encoder = onnx_enc if cfg.corpus_encoder == "onnx" else torch_enc
+        start = time.perf_counter()
+        encoded = encoder.encode([d.contents for d in docs], is_query=False)
+        encode_seconds = time.perf_counter() - start
+        metrics: dict[str, Any] = write_index_structures(
+            bundle, [d.id for d in docs], encoded, vocab_tokens(tokenizer), rcfg
+        )
+        shutil.copytree(bm25_index, bundle / BM25_DIR)
+        metrics.update(
+            corpus_encoder=cfg.corpus_encoder,
+            corpus_encode_docs_per_s=round(len(docs) / max(encode_seconds, 1e-9), 2),
+            bundle_bytes=sum(p.stat().st_size for p in bundle.rglob("*") if p.is_file()),
+        )
+        atomic_write_json(
+            bundle / MANIFEST,
+            {
+                "format": FORMAT_VERSION,
+                "train_dataset": dataset.name,
+                "model": _model_info(model, stage, model_dir),
+                "query_max_length": qlen,
+                "doc_max_length": dlen,
+                "index_types": {
+                    "dense": f"faiss-{rcfg.dense.type}" if encoded.dense is not None else None,
+                    "lexical": "lucene-impact" if encoded.sparse is not None else None,
+                    "bm25": "lucene-bm25",
+                },
+                "onnx": {"outputs": outputs, "opset": cfg.export.opset, "dynamo": cfg.export.dynamo},
+                "params": {
+                    "retrieval": dataclasses.asdict(rcfg),
+                    "bm25": dataclasses.asdict(ctx.params.section("bm25")),
+                    "index": dataclasses.asdict(cfg),
+                },
+                "metrics": metrics,
+                "parity": parity,
+            },
+        )
+        manifest["metrics"] = {**metrics, "parity": parity}
+    log.info("index: bundle of %d docs -> %s", metrics["num_docs"], ctx.stage_dir(STAGE) / BUNDLE)
+    return manifest["metrics"]

@@ -1,0 +1,136 @@
+"""Report stage: local regression report (report.md + PNGs) and a W&B run (offline by default).
+
+Compares the candidate with the production bundle the gate judged it against (else the current
+production) and with the baseline, plots training curves from the training stages' train.tsv,
+and logs everything to W&B. Absent inputs are named in the report, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from uniret.config.gate import GateConfig
+from uniret.config.paths import resolve_path
+from uniret.config.report import ReportConfig
+from uniret.evaluation import plots
+from uniret.evaluation.regression import Comparison, compare, render
+from uniret.evaluation.train_logs import LOSS, SPARSITY_COLUMNS, STEP, Columns, find_train_logs
+from uniret.registry.bundles import read_manifest
+from uniret.registry.configured import registry_root
+from uniret.registry.errors import RegistryError
+from uniret.registry.pointer import BUNDLES, read_pointer
+from uniret.stages.gate import DECISION_JSON, INDEX_BUNDLE, METRICS_JSON
+from uniret.stages.runtime import StageContext, stage_output
+from uniret.tracking.wandb_report import RunContent, log_run
+from uniret.utils.files import atomic_write_text
+from uniret.utils.jsonio import read_json, read_optional_json
+
+log = logging.getLogger("uniret.report")
+
+REPORT_MD = "report.md"
+NDCG_PNG = "metric_by_dataset.png"
+LOSS_PNG = "training_loss.png"
+SPARSITY_PNG = "sparsity.png"
+
+
+def production_metrics(root: Path, decision: dict[str, Any] | None) -> tuple[tuple[str, dict, str] | None, str]:
+    """(version, stored metrics, system) of the production the gate compared against; and a note."""
+    if decision is not None:
+        version = decision.get("production")
+        if version is None:
+            return None, "cold start: the gate had no production bundle"
+    else:
+        pointer = read_pointer(root)
+        if pointer is None:
+            return None, "no production bundle in the registry"
+        version = pointer["version"]
+    try:
+        manifest = read_manifest(root / BUNDLES / version)
+    except RegistryError as exc:
+        return None, f"production bundle {version} unreadable: {exc}"
+    system = (manifest.get("gate") or {}).get("candidate") or ""
+    return (version, manifest.get("evaluation") or {}, system), f"production {version}"
+
+
+def training_figures(logs: dict[str, Columns], out: Path, dpi: int) -> tuple[dict[str, str], list[str]]:
+    """Loss curves and sparsity curves (one panel per stage); notes for what could not be plotted."""
+    figures, notes = {}, []
+    loss = {s: {LOSS: (c[STEP], c[LOSS])} for s, c in logs.items() if LOSS in c}
+    notes += [f"{s}: train.tsv has no {LOSS!r} column" for s, c in logs.items() if LOSS not in c]
+    if loss:
+        plots.line_panels(loss, out / LOSS_PNG, STEP, LOSS, dpi)
+        figures["training loss"] = LOSS_PNG
+    sparsity = {s: {k: (c[STEP], c[k]) for k in SPARSITY_COLUMNS if k in c} for s, c in logs.items()}
+    sparsity = {s: lines for s, lines in sparsity.items() if lines}
+    if sparsity:
+        plots.line_panels(sparsity, out / SPARSITY_PNG, STEP, "mean active terms", dpi)
+        figures["sparsity over steps"] = SPARSITY_PNG
+    elif logs:
+        notes.append(f"sparsity: no {' / '.join(SPARSITY_COLUMNS)} columns in any train.tsv")
+    return figures, notes
+
+
+def wandb_content(ctx: StageContext, cmp: Comparison, metrics: dict[str, Any], decision: dict | None,
+                  images: dict[str, Path], markdown: str) -> RunContent:
+    """Summary metrics, a per-dataset table, the figures and the bundle manifest."""
+    summary: dict[str, Any] = {f"macro/{cmp.metric}/{role}": v for role, v in cmp.macro.items()}
+    summary.update({f"{ds}/{cmp.metric}/{role}": v for ds, row in cmp.rows.items() for role, v in row.items()})
+    summary["gate/passed"] = None if decision is None else bool(decision.get("passed"))
+    names = sorted({m for per in (metrics.get("datasets") or {}).values() for vals in per.values() for m in vals})
+    rows = [[ds, system, *[vals.get(n) for n in names]]
+            for ds, per in sorted((metrics.get("datasets") or {}).items()) for system, vals in sorted(per.items())]
+    manifest = ctx.stage_dir("index") / INDEX_BUNDLE / "manifest.json"
+    return RunContent(
+        name=f"report-{ctx.profile}-{cmp.candidate.replace('/', '-')}",
+        config={"profile": ctx.profile, "candidate": cmp.candidate, "baseline": cmp.baseline,
+                "production": cmp.production},
+        summary=summary,
+        tables={"per_dataset": (["dataset", "system", *names], rows)},
+        images=images,
+        manifest=manifest if manifest.is_file() else None,
+        report_markdown=markdown,
+    )
+
+
+def wandb_base(ctx: StageContext, cfg: ReportConfig) -> Path:
+    """$WANDB_DIR when set (Makefile, tests), else params report.wandb_dir (repo .cache)."""
+    return Path(os.environ.get("WANDB_DIR") or resolve_path(ctx.params, cfg.wandb_dir))
+
+
+def run(ctx: StageContext) -> dict[str, Any]:
+    """Write artifacts/report/{report.md, *.png} and the W&B run."""
+    cfg: ReportConfig = ctx.params.section("report")
+    gate: GateConfig = ctx.params.section("gate")
+    metrics_path = ctx.require("evaluate") / METRICS_JSON
+    metrics = read_json(metrics_path)
+    decision, decision_absent = read_optional_json(ctx.stage_dir("gate") / DECISION_JSON, "gate decision")
+    production, prod_note = production_metrics(registry_root(ctx.params), decision)
+    cmp = compare(metrics, metric=gate.metric, candidate=gate.candidate_system, baseline=gate.baseline_system,
+                  production=production, macro_key=gate.macro_key)
+    logs, notes = find_train_logs(ctx.artifacts, cfg.training_stages)
+    if production is None:
+        notes.append(f"production column: {prod_note}")
+    with stage_output(ctx, "report", sections=["report", "gate"], inputs={"metrics": metrics_path}) as (out, manifest):
+        labels = cmp.labels()
+        values = {ds: {labels[r]: v for r, v in row.items()} for ds, row in cmp.rows.items()}
+        plots.grouped_bars(values, list(labels.values()), out / NDCG_PNG,
+                           f"{gate.metric} per dataset", gate.metric, cfg.figure_dpi)
+        figures = {f"{gate.metric} per dataset": NDCG_PNG}
+        train_figs, train_notes = training_figures(logs, out, cfg.figure_dpi)
+        figures.update(train_figs)
+        notes += train_notes
+        images = {Path(name).stem: out / name for name in figures.values()}
+        draft = render(cmp, metrics, profile=ctx.profile, decision=decision, decision_absent=decision_absent,
+                       figures=figures, notes=notes, wandb={"mode": "pending", "status": "logging"})
+        outcome = log_run(wandb_content(ctx, cmp, metrics, decision, images, draft), project=cfg.wandb_project,
+                          entity=cfg.wandb_entity, mode=cfg.wandb_mode, base_dir=wandb_base(ctx, cfg))
+        text = render(cmp, metrics, profile=ctx.profile, decision=decision, decision_absent=decision_absent,
+                      figures=figures, notes=notes, wandb=outcome.to_dict())
+        atomic_write_text(out / REPORT_MD, text)
+        manifest["metrics"] = {"figures": sorted(figures.values()), "wandb": outcome.to_dict(), "notes": notes,
+                               "production": cmp.production}
+    log.info("report written to %s (W&B %s)", ctx.stage_dir("report") / REPORT_MD, outcome.status)
+    return manifest["metrics"]

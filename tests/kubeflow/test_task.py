@@ -1,0 +1,101 @@
+"""uniret.kubeflow.task: workdir resolution, run overrides, and what components publish to KFP."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from kfp import dsl
+
+from uniret.config.loader import ConfigError
+from uniret.data.errors import DataError
+from uniret.kubeflow import task as kt
+
+
+def _write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_fresh_workdir_is_seeded_with_params(tmp_path, repo_root, monkeypatch):
+    monkeypatch.setenv(kt.PARAMS_ENV, str(repo_root / "params.yaml"))
+    workdir = tmp_path / "wd"
+    path = kt.workdir_params(workdir)
+    assert path == workdir / "params.yaml"
+    assert path.read_text() == (repo_root / "params.yaml").read_text()
+    path.write_text("profile: tiny\n")  # an existing workdir copy wins over the image's
+    assert kt.workdir_params(workdir).read_text() == "profile: tiny\n"
+
+
+def test_missing_params_is_a_config_error(tmp_path, monkeypatch):
+    monkeypatch.setenv(kt.PARAMS_ENV, str(tmp_path / "nowhere.yaml"))
+    with pytest.raises(ConfigError, match="no params.yaml in the workdir"):
+        kt.workdir_params(tmp_path / "wd")
+
+
+def test_data_root_follows_the_data_version(tmp_path, monkeypatch):
+    monkeypatch.delenv("UNIRET_DATA", raising=False)
+    assert kt.data_root(tmp_path, "v2") is None  # no data/ in the workdir: params decide
+    (tmp_path / "data" / "v2").mkdir(parents=True)
+    assert kt.data_root(tmp_path, "v2") == str(tmp_path / "data" / "v2")
+    assert kt.data_root(tmp_path, "") == str(tmp_path / "data")
+    with pytest.raises(DataError, match="data version 'v3' not found"):
+        kt.data_root(tmp_path, "v3")
+    monkeypatch.setenv("UNIRET_DATA", str(tmp_path))
+    assert kt.data_root(tmp_path, "v3") is None  # $UNIRET_DATA wins (make_context reads it)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("{min_score: 1}", "invalid JSON at column 2"),
+    ("[1]", "expected a JSON object, got list"),
+])
+def test_bad_gate_overrides(text, message):
+    with pytest.raises(ConfigError, match=message):
+        kt.parse_overrides(text, "gate_overrides")
+
+
+def test_gate_overrides_reach_the_gate_section(tmp_path, repo_root, shared_data, monkeypatch):
+    monkeypatch.setenv(kt.PARAMS_ENV, str(repo_root / "params.yaml"))
+    monkeypatch.setenv("UNIRET_DATA", str(shared_data))
+    req = kt.TaskRequest("gate", str(tmp_path), "tiny", gate_overrides='{"min_score": 0.42}')
+    ctx = kt.task_context(req)
+    assert ctx.params.section("gate").min_score == 0.42
+    assert ctx.artifacts == tmp_path / "artifacts"
+    assert "0.42" not in (tmp_path / "params.yaml").read_text()  # the file itself is untouched
+    bad = kt.TaskRequest("gate", str(tmp_path), "tiny", gate_overrides='{"min_scor": 0.42}')
+    with pytest.raises(ConfigError, match="unknown key.*min_scor"):
+        kt.task_context(bad)
+
+
+def test_evaluation_metrics_are_logged_per_dataset_and_system(tiny_ctx, tmp_path):
+    out = tiny_ctx.stage_dir("evaluate")
+    doc = {"datasets": {"scifact": {"bm25": {"ndcg@10": 0.66, "map": 0.6}, "uni": {"ndcg@10": 0.7}},
+                        "npl": {"bm25": {"ndcg@10": 0.3}}},
+           "macro": {"bm25": {"ndcg@10": 0.48}, "uni": {"ndcg@10": 0.7}}}
+    _write(out / "metrics.json", json.dumps(doc))
+    _write(out / "metrics.md", "| dataset | ndcg@10 |\n")
+    metrics = dsl.Metrics(name="metrics", uri=str(tmp_path / "kfp" / "metrics"))
+    report = dsl.Markdown(name="report", uri=str(tmp_path / "kfp" / "report"))
+    assert kt.publish_evaluation(tiny_ctx, metrics, report) == 5
+    assert metrics.metadata == {"scifact/bm25/ndcg@10": 0.66, "scifact/uni/ndcg@10": 0.7,
+                                "npl/bm25/ndcg@10": 0.3, "macro/bm25/ndcg@10": 0.48, "macro/uni/ndcg@10": 0.7}
+    assert (tmp_path / "kfp" / "report").read_text() == "| dataset | ndcg@10 |\n"
+
+
+@pytest.mark.parametrize("passed", [True, False])
+def test_gate_decision_becomes_the_output(tiny_ctx, tmp_path, passed):
+    out = tiny_ctx.stage_dir("gate")
+    _write(out / "decision.json", json.dumps({"passed": passed, "checks": []}))
+    _write(out / "decision.md", "# Gate\n")
+    md = dsl.Markdown(name="decision", uri=str(tmp_path / "kfp" / "decision"))
+    assert kt.publish_gate(tiny_ctx, md) is passed
+    assert (tmp_path / "kfp" / "decision").read_text() == "# Gate\n"
+
+
+def test_gate_decision_without_a_boolean_is_a_data_error(tiny_ctx, tmp_path):
+    out = tiny_ctx.stage_dir("gate")
+    _write(out / "decision.json", json.dumps({"passed": "yes"}))
+    _write(out / "decision.md", "# Gate\n")
+    with pytest.raises(DataError, match="passed"):
+        kt.publish_gate(tiny_ctx, dsl.Markdown(name="d", uri=str(tmp_path / "d")))

@@ -1,0 +1,114 @@
+"""`uniret nightly`: exit codes for promoted / blocked / failed, and the lock between two processes."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from uniret.ops.nightly import EXIT_BLOCKED, EXIT_FAILED, EXIT_LOCKED, EXIT_PROMOTED, run_nightly
+from uniret.registry.pointer import read_pointer
+from uniret.stages.runtime import make_context
+
+PY = shlex.quote(sys.executable)
+LOCK_WAIT_S = 120  # hang guard while the first process starts (not a timing assertion)
+
+
+def _metrics(uni_sci: float, uni_nf: float) -> dict:
+    uni, bm25 = {"scifact": uni_sci, "nfcorpus": uni_nf}, {"scifact": 0.66, "nfcorpus": 0.32}
+    return {
+        "datasets": {ds: {"uni": {"ndcg@10": uni[ds]}, "bm25": {"ndcg@10": bm25[ds]}} for ds in uni},
+        "macro": {"uni": {"ndcg@10": sum(uni.values()) / 2}, "bm25": {"ndcg@10": sum(bm25.values()) / 2}},
+    }
+
+
+def _upstream(artifacts: Path, metrics: dict) -> None:
+    for stage in ("validate", "index", "evaluate"):
+        (artifacts / stage).mkdir(parents=True, exist_ok=True)
+        (artifacts / stage / "manifest.json").write_text(json.dumps({"inputs": {"x": "h"}}))
+    (artifacts / "evaluate" / "metrics.json").write_text(json.dumps(metrics))
+    (artifacts / "index" / "bundle").mkdir(exist_ok=True)
+    (artifacts / "index" / "bundle" / "manifest.json").write_text(json.dumps({"metrics": {"mean_active_terms_doc": 50}}))
+
+
+@pytest.fixture
+def project(tmp_path, repo_root, shared_data, monkeypatch):
+    """A params file in tmp (registry, lock and bench paths resolve there) and a cpu-profile context."""
+    monkeypatch.delenv("UNIRET_ADMIN_TOKEN", raising=False)
+    raw = yaml.safe_load((repo_root / "params.yaml").read_text())
+    raw["registry"] = {"root": "registry", "dvc_push": False}
+    raw["data"]["root"] = str(shared_data)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    ctx = make_context(tmp_path / "params.yaml", "cpu", str(shared_data), tmp_path / "artifacts")
+    # The DAG command: the real gate stage in a child process; it finds params.yaml in its cwd and
+    # the profile and artifacts folder in the environment nightly sets.
+    gate_cmd = f"{PY} -m uniret gate"
+    cfg = dataclasses.replace(ctx.params.section("nightly"), repro_command=gate_cmd, report=False)
+    return ctx, cfg
+
+
+def test_passing_gate_promotes_and_exits_0(project, tmp_path):
+    ctx, cfg = project
+    _upstream(ctx.artifacts, _metrics(0.70, 0.33))
+    outcome = run_nightly(ctx, cfg)
+    assert outcome.code == EXIT_PROMOTED, outcome.summary
+    assert read_pointer(tmp_path / "registry") is not None
+    assert any(s.startswith("promote: promoted") for s in outcome.steps)
+
+
+def test_blocked_gate_exits_3_without_promoting(project, tmp_path):
+    ctx, cfg = project
+    _upstream(ctx.artifacts, _metrics(0.60, 0.30))  # below BM25 on the macro average
+    outcome = run_nightly(ctx, cfg)
+    assert outcome.code == EXIT_BLOCKED and "beats_baseline" in outcome.summary
+    assert read_pointer(tmp_path / "registry") is None
+
+
+def test_failing_command_exits_1_naming_it(project):
+    ctx, cfg = project
+    failing = f"{PY} -c 'import sys; sys.exit(4)'"
+    outcome = run_nightly(ctx, dataclasses.replace(cfg, refresh_commands=[failing]))
+    assert outcome.code == EXIT_FAILED and "exited with 4" in outcome.summary and "sys.exit(4)" in outcome.summary
+
+
+def test_missing_decision_after_repro_exits_1(project):
+    ctx, cfg = project
+    outcome = run_nightly(ctx, dataclasses.replace(cfg, repro_command=f"{PY} -c pass"))
+    assert outcome.code == EXIT_FAILED and "decision.json not found" in outcome.summary
+
+
+def test_second_run_exits_75_while_the_first_holds_the_lock(tmp_path, repo_root, shared_data):
+    marker, lock = tmp_path / "first-is-running", tmp_path / "nightly.lock"
+    code = f"import pathlib, time; pathlib.Path({str(marker)!r}).touch(); time.sleep(600)"
+    hold = f"{PY} -c {shlex.quote(code)}"
+    base = [sys.executable, "-m", "uniret", "nightly", "--params", str(repo_root / "params.yaml"), "--profile", "tiny",
+            "--data", str(shared_data), "--artifacts", str(tmp_path / "artifacts"), "--lock-file", str(lock),
+            "--repro", f"{PY} -c pass", "--no-report"]
+    env = {**os.environ, "UNIRET_ARTIFACTS": str(tmp_path / "artifacts")}
+    first = subprocess.Popen([*base, "--refresh", hold], env=env, start_new_session=True,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while not marker.exists():
+            assert first.poll() is None, f"first nightly exited early with {first.returncode}"
+            assert time.monotonic() < deadline, "first nightly never reached its refresh command"
+            time.sleep(0.2)
+        second = subprocess.run([*base, "--refresh", f"{PY} -c pass"], env=env, capture_output=True, text=True,
+                                timeout=LOCK_WAIT_S)
+        assert second.returncode == EXIT_LOCKED, second.stderr
+        assert "another nightly run is in progress" in second.stderr
+        assert str(first.pid) in second.stderr  # the holder's pid helps whoever finds the lock held
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # already gone when it failed early
+            os.killpg(first.pid, signal.SIGTERM)  # the first run and its sleeping refresh command
+        first.wait(timeout=LOCK_WAIT_S)

@@ -1,0 +1,57 @@
+"""The real pipeline under kfp.local (SubprocessRunner): validate -> bm25 -> evaluate -> gate -> If -> promote."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from uniret.config import load_params
+from uniret.errors import StageFailed
+from uniret.kubeflow.local import run_local
+
+
+@pytest.fixture
+def local_cfg(repo_root, tmp_path):
+    cfg = load_params(repo_root / "params.yaml").section("pipeline")
+    return dataclasses.replace(cfg, local_root=str(tmp_path / "kfp"))  # kfp outputs and temp dirs in tmp
+
+
+def _executor_output(run, task: str) -> dict:
+    return json.loads((run.outputs / task / "executor_output.json").read_text())
+
+
+@pytest.mark.slow
+def test_tiny_prefix_runs_and_a_blocked_gate_skips_promote(repo_root, shared_data, tmp_path, local_cfg):
+    workdir = tmp_path / "wd"
+    run = run_local(
+        repo_root, local_cfg, workdir=workdir, profile="tiny",
+        stages=["validate", "bm25", "evaluate", "gate", "promote"],
+        params_path=repo_root / "params.yaml", data=shared_data,
+        gate_overrides='{"candidate_system": "bm25", "min_score": 0.99}',  # nothing reaches 0.99
+    )
+    assert set(run.manifests) == {"validate", "bm25", "evaluate", "gate"}  # promote skipped by dsl.If
+    assert not (workdir / "artifacts" / "promote").exists()
+    assert (workdir / "params.yaml").is_file()  # the workdir was seeded with the project's params
+
+    metrics = json.loads((workdir / "artifacts" / "evaluate" / "metrics.json").read_text())
+    logged = _executor_output(run, "evaluate")["artifacts"]["metrics"]["artifacts"][0]["metadata"]
+    assert logged["scifact/bm25/ndcg@10"] == pytest.approx(metrics["datasets"]["scifact"]["bm25"]["ndcg@10"])
+    assert logged["macro/bm25/ndcg@10"] == pytest.approx(metrics["macro"]["bm25"]["ndcg@10"])
+    assert 0.0 < logged["scifact/bm25/ndcg@10"] <= 1.0
+    report = (run.outputs / "evaluate" / "report").read_text()
+    assert report == (workdir / "artifacts" / "evaluate" / "metrics.md").read_text()
+
+    decision = json.loads((workdir / "artifacts" / "gate" / "decision.json").read_text())
+    assert decision["passed"] is False
+    assert _executor_output(run, "gate")["parameterValues"]["Output"] is False
+    assert list((tmp_path / "kfp" / "tmp").iterdir()) == []  # kfp's per-task temp folders are gone
+
+    # Same workdir, gate passing this time: the dsl.If branch runs promote, which fails because
+    # no index bundle was built in this prefix - and the failure names the task.
+    with pytest.raises(StageFailed, match="'promote' inside 'condition-1'"):
+        run_local(repo_root, local_cfg, workdir=workdir, profile="tiny", stages=["gate", "promote"],
+                  params_path=repo_root / "params.yaml", data=shared_data,
+                  gate_overrides='{"candidate_system": "bm25"}')
+    assert json.loads((workdir / "artifacts" / "gate" / "decision.json").read_text())["passed"] is True

@@ -1,0 +1,118 @@
+"""pipelines/retrain.py: the committed YAML is current; GPUs, PVC, Secret and the gate branch compile in."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from uniret.config import load_params
+from uniret.config.loader import ConfigError
+from uniret.kubeflow.project import COMPILED, compile_pipeline, load_builder
+from uniret.stages import STAGES
+
+GPU_STAGES = {"warmup", "mine", "reranker", "continual", "distill", "index"}
+
+
+@pytest.fixture(scope="module")
+def cfg(repo_root):
+    return load_params(repo_root / "params.yaml").section("pipeline")
+
+
+@pytest.fixture(scope="module")
+def compiled(repo_root, cfg, tmp_path_factory):
+    path = compile_pipeline(repo_root, cfg, tmp_path_factory.mktemp("kfp") / "retrain.yaml")
+    spec, platform = yaml.safe_load_all(path.read_text())
+    return path, spec, platform
+
+
+def _task_executors(spec: dict) -> dict[str, str]:
+    """Task name -> executor label, through the root DAG and nested (condition) DAGs."""
+    out: dict[str, str] = {}
+
+    def walk(tasks: dict) -> None:
+        for name, task in tasks.items():
+            comp = spec["components"][task["componentRef"]["name"]]
+            if "dag" in comp:
+                walk(comp["dag"]["tasks"])
+            else:
+                out[name] = comp["executorLabel"]
+
+    walk(spec["root"]["dag"]["tasks"])
+    return out
+
+
+def test_committed_yaml_is_current(repo_root, compiled):
+    path, _, _ = compiled
+    assert (repo_root / COMPILED).read_text() == path.read_text(), (
+        "pipelines/retrain.yaml is stale: run `uniret pipeline compile`"
+    )
+
+
+def test_every_stage_is_a_task_on_the_one_image(compiled, cfg):
+    _, spec, _ = compiled
+    executors = _task_executors(spec)
+    assert set(executors) == set(STAGES)
+    images = {spec["deploymentSpec"]["executors"][label]["container"]["image"] for label in executors.values()}
+    assert images == {cfg.image}
+
+
+def test_gpus_requested_exactly_on_training_and_encoding_stages(compiled):
+    _, spec, _ = compiled
+    for stage, label in _task_executors(spec).items():
+        resources = spec["deploymentSpec"]["executors"][label]["container"]["resources"]
+        accel = resources.get("accelerator")
+        if stage in GPU_STAGES:
+            assert accel == {"count": "1", "resourceCount": "1", "resourceType": "nvidia.com/gpu",
+                             "type": "nvidia.com/gpu"}, stage
+        else:
+            assert accel is None, stage
+        for key in ("resourceCpuRequest", "resourceCpuLimit", "resourceMemoryRequest", "resourceMemoryLimit"):
+            assert resources.get(key), f"{stage}: {key} missing"
+    warmup = spec["deploymentSpec"]["executors"]["exec-warmup"]["container"]["resources"]
+    assert warmup["resourceMemoryLimit"] == "32Gi"  # the per-stage override of params.yaml
+
+
+def test_every_task_mounts_the_pvc_and_reads_the_wandb_secret(compiled):
+    _, spec, platform = compiled
+    k8s = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
+    for stage, label in _task_executors(spec).items():
+        (mount,) = k8s[label]["pvcMount"]
+        assert mount["mountPath"] == "/workdir" and mount["pvcNameParameter"]["runtimeValue"]["constant"] == "uniret-workdir"
+        (secret,) = k8s[label]["secretAsEnv"]
+        assert secret["secretNameParameter"]["runtimeValue"]["constant"] == "uniret-secrets", stage
+        assert secret["keyToEnv"] == [{"envVar": "WANDB_API_KEY", "secretKey": "wandb-api-key"}], stage
+
+
+def test_promote_runs_only_when_the_gate_passed(compiled):
+    _, spec, _ = compiled
+    root = spec["root"]["dag"]["tasks"]
+    assert "promote" not in root
+    (branch,) = [t for t in root.values() if t.get("triggerPolicy", {}).get("condition")]
+    assert branch["triggerPolicy"]["condition"] == "inputs.parameter_values['pipelinechannel--gate-Output'] == true"
+    assert "gate" in branch["dependentTasks"]
+    assert set(spec["components"][branch["componentRef"]["name"]]["dag"]["tasks"]) == {"promote"}
+    assert set(root["report"]["dependentTasks"]) == {"evaluate"}
+    assert spec["root"]["inputDefinitions"]["parameters"].keys() == {
+        "recipe", "profile", "data_version", "gate_overrides", "workdir"}
+
+
+def test_a_prefix_assembles_as_a_chain(repo_root, cfg, tmp_path):
+    path = compile_pipeline(repo_root, cfg, tmp_path / "prefix.yaml", ["evaluate", "validate", "bm25"])
+    spec, _ = yaml.safe_load_all(path.read_text())
+    tasks = spec["root"]["dag"]["tasks"]
+    assert set(tasks) == {"validate", "bm25", "evaluate"}
+    upstream = {name: t["inputs"].get("artifacts", {}).get("upstream", {}).get("taskOutputArtifact")
+                for name, t in tasks.items()}
+    assert upstream == {"validate": None,
+                        "bm25": {"outputArtifactKey": "manifest", "producerTask": "validate"},
+                        "evaluate": {"outputArtifactKey": "manifest", "producerTask": "bm25"}}
+
+
+@pytest.mark.parametrize(("stages", "message"), [
+    (["validate", "train"], "unknown train"),
+    (["evaluate", "promote"], "promote needs gate"),
+])
+def test_bad_stage_lists_are_config_errors(repo_root, stages, message):
+    build_pipeline = load_builder(repo_root)
+    with pytest.raises(ConfigError, match=message):
+        build_pipeline(stages=stages)

@@ -1,0 +1,72 @@
+"""Fusion math checked by hand: min-max interpolation and reciprocal rank fusion."""
+
+from __future__ import annotations
+
+import pytest
+
+from uniret.config.loader import ConfigError, build
+from uniret.config.retrieval import FusionConfig
+from uniret.retrieval.base import QueryBatch, Searcher
+from uniret.retrieval.fusion import FusionSearcher, interpolate, minmax, reciprocal_rank
+
+LEX = {"q1": {"a": 10.0, "b": 6.0, "c": 2.0}}
+DEN = {"q1": {"b": 0.9, "d": 0.5, "a": 0.1}}
+
+
+def test_minmax_rescales_to_unit_interval_and_handles_ties():
+    assert minmax({"a": 10.0, "b": 6.0, "c": 2.0}) == {"a": 1.0, "b": 0.5, "c": 0.0}
+    assert minmax({"x": 3.0, "y": 3.0}) == {"x": 1.0, "y": 1.0}
+    assert minmax({}) == {}
+
+
+def test_interpolation_by_hand():
+    # lexical normalised: a 1, b 0.5, c 0 ; dense normalised: b 1, d 0.5, a 0
+    fused = interpolate([LEX, DEN], [0.3, 0.7])["q1"]
+    expected = {"a": 0.3 * 1 + 0.7 * 0, "b": 0.3 * 0.5 + 0.7 * 1, "c": 0.0, "d": 0.7 * 0.5}
+    assert fused == pytest.approx(expected)
+    assert list(fused) == ["b", "d", "a", "c"]  # best first
+
+
+def test_rrf_by_hand():
+    fused = reciprocal_rank([LEX, DEN], rrf_k=60)["q1"]
+    expected = {
+        "a": 1 / 61 + 1 / 63,
+        "b": 1 / 62 + 1 / 61,
+        "c": 1 / 63,
+        "d": 1 / 62,
+    }
+    assert fused == pytest.approx(expected)
+    assert list(fused) == ["b", "a", "d", "c"]
+
+
+def test_fusion_keeps_queries_missing_from_one_run_and_cuts_at_k():
+    fused = interpolate([LEX, {"q2": {"z": 1.0}}], [0.5, 0.5], k=2)
+    assert set(fused) == {"q1", "q2"}
+    assert list(fused["q1"]) == ["a", "b"]
+
+
+class FixedRun(Searcher):
+    """A searcher returning a fixed run: isolates the fusion arithmetic from any index."""
+
+    def __init__(self, run, mode):
+        self.run, self.mode = run, mode
+
+    def search_batch(self, batch, k):
+        return {q: dict(list(self.run.get(q, {}).items())[:k]) for q in batch.ids}
+
+
+def test_fusion_searcher_matches_the_functions():
+    batch = QueryBatch(ids=["q1"], texts=["unused"])
+    parts = [FixedRun(LEX, "lexical"), FixedRun(DEN, "dense")]
+    hybrid = FusionSearcher(parts, "hybrid", depth=10, alpha=0.3).search_batch(batch, 3)
+    assert hybrid["q1"] == pytest.approx(interpolate([LEX, DEN], [0.3, 0.7], k=3)["q1"])
+    assert list(hybrid["q1"]) == ["b", "d", "a"]
+    rrf = FusionSearcher(parts, "rrf", depth=10, rrf_k=60).search_batch(batch, 4)
+    assert rrf["q1"] == pytest.approx(reciprocal_rank([LEX, DEN], 60)["q1"])
+
+
+def test_fusion_config_rejects_bad_values():
+    with pytest.raises(ConfigError, match="alpha"):
+        build(FusionConfig, {"alpha": 1.5}, "params: retrieval.fusion")
+    with pytest.raises(ConfigError, match="cannot fuse"):
+        build(FusionConfig, {"runs": ["lexical", "rrf"]}, "params: retrieval.fusion")

@@ -1,0 +1,112 @@
+"""Gate and promote stages on hand-written upstream artifacts, with a registry in tmp."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from uniret.registry.bundles import read_manifest
+from uniret.registry.pointer import read_pointer
+from uniret.stages import gate as gate_stage
+from uniret.stages import promote as promote_stage
+from uniret.stages.runtime import make_context
+from uniret.stages.runtime import read_manifest as read_stage_manifest
+
+GATE = {"candidate_system": "uni", "min_score": 0.1, "min_score_per_dataset": {"scifact": 0.5},
+        "max_regression": 0.01, "bm25_margin": 0.0, "min_active_terms_doc": 1.0, "max_active_terms_doc": 1000.0,
+        "max_latency_p95_ms": 100.0, "profiles": {}}
+
+
+def metrics_json(scifact: float, nfcorpus: float) -> dict:
+    uni = {"scifact": scifact, "nfcorpus": nfcorpus}
+    bm25 = {"scifact": 0.66, "nfcorpus": 0.32}
+    return {
+        "datasets": {ds: {"uni": {"ndcg@10": uni[ds]}, "bm25": {"ndcg@10": bm25[ds]}} for ds in uni},
+        "macro": {"uni": {"ndcg@10": sum(uni.values()) / 2}, "bm25": {"ndcg@10": sum(bm25.values()) / 2}},
+    }
+
+
+def write_upstream(artifacts: Path, metrics: dict, active_terms: float = 80.0, payload: str = "v1") -> None:
+    """What validate, index and evaluate leave behind, reduced to what gate/promote read."""
+    for stage in ("validate", "index", "evaluate"):
+        (artifacts / stage).mkdir(parents=True, exist_ok=True)
+        (artifacts / stage / "manifest.json").write_text(json.dumps({"stage": stage, "inputs": {"x": "h"}}))
+    (artifacts / "evaluate" / "metrics.json").write_text(json.dumps(metrics))
+    bundle = artifacts / "index" / "bundle"
+    bundle.mkdir(exist_ok=True)
+    (bundle / "manifest.json").write_text(json.dumps({"metrics": {"mean_active_terms_doc": active_terms}}))
+    (bundle / "dense.index").write_text(payload)
+
+
+@pytest.fixture
+def ctx(tmp_path, repo_root, shared_data, monkeypatch):
+    """A context whose params file (hence registry and bench paths) lives in tmp_path."""
+    monkeypatch.delenv("UNIRET_ADMIN_TOKEN", raising=False)
+    raw = yaml.safe_load((repo_root / "params.yaml").read_text())
+    raw["gate"] = GATE
+    raw["registry"] = {"root": "registry", "dvc_push": False}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    return make_context(tmp_path / "params.yaml", "cpu", str(shared_data), tmp_path / "artifacts")
+
+
+def decision_of(ctx) -> dict:
+    return json.loads((ctx.stage_dir("gate") / "decision.json").read_text())
+
+
+def test_cold_start_passes_and_promotes_with_lineage(ctx, tmp_path):
+    write_upstream(ctx.artifacts, metrics_json(0.70, 0.33))
+    out = gate_stage.run(ctx)
+    decision = decision_of(ctx)
+    assert out["passed"] and decision["passed"] and decision["production"] is None
+    checks = {(c["name"], c["dataset"]): c for c in decision["checks"]}
+    assert checks[("no_regression", None)]["status"] == "skipped"
+    assert "cold start" in checks[("no_regression", None)]["reason"]
+    latency = checks[("latency_p95_ms", None)]
+    assert latency["status"] == "skipped" and str(tmp_path / "benchmarks/results/bench.json") in latency["reason"]
+    assert "# Gate decision: PASSED" in (ctx.stage_dir("gate") / "decision.md").read_text()
+
+    result = promote_stage.run(ctx)
+    assert result["promoted"] is True and result["previous"] is None and result["notify"] == "skipped"
+    pointer = read_pointer(tmp_path / "registry")
+    assert pointer["version"] == result["version"]
+    manifest = read_manifest(tmp_path / "registry" / pointer["bundle"])
+    lineage = manifest["lineage"]
+    assert len(lineage["data_version"]) == 64 and len(lineage["params_hash"]) == 64 and lineage["parent"] is None
+    assert manifest["gate"]["passed"] is True and manifest["evaluation"]["macro"]["uni"]["ndcg@10"] == 0.515
+    assert json.loads((ctx.stage_dir("promote") / "promotion.json").read_text())["version"] == pointer["version"]
+
+
+def test_regression_blocks_and_promote_skips(ctx, tmp_path):
+    write_upstream(ctx.artifacts, metrics_json(0.70, 0.33), payload="good")
+    gate_stage.run(ctx)
+    first = promote_stage.run(ctx)["version"]
+
+    write_upstream(ctx.artifacts, metrics_json(0.71, 0.30), payload="worse on nfcorpus")
+    out = gate_stage.run(ctx)  # blocked: no exception
+    decision = decision_of(ctx)
+    assert out["passed"] is False and decision["production"] == first
+    failed = [c for c in decision["checks"] if c["status"] == "fail"]
+    assert [(c["name"], c["dataset"]) for c in failed] == [("no_regression", "nfcorpus")]
+    assert failed[0]["value"] == pytest.approx(0.30) and failed[0]["threshold"] == pytest.approx(0.32)
+
+    result = promote_stage.run(ctx)
+    assert result["promoted"] is False
+    assert result["status"].startswith("skipped: gate blocked (no_regression: nfcorpus")
+    assert read_stage_manifest(ctx.stage_dir("promote"))["metrics"]["promoted"] is False
+    assert read_pointer(tmp_path / "registry")["version"] == first
+
+
+def test_sparsity_collapse_blocks(ctx):
+    write_upstream(ctx.artifacts, metrics_json(0.70, 0.33), active_terms=0.0)
+    assert gate_stage.run(ctx)["passed"] is False
+    failed = [c["name"] for c in decision_of(ctx)["checks"] if c["status"] == "fail"]
+    assert failed == ["sparsity_min"]
+
+
+def test_gate_without_evaluate_outputs_is_an_error(ctx):
+    with pytest.raises(FileNotFoundError, match="evaluate"):
+        gate_stage.run(ctx)
+    assert not ctx.stage_dir("gate").exists()

@@ -1,0 +1,98 @@
+"""Report stage: PNGs, report.md and an offline W&B run folder, all inside tmp."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from uniret.registry.promotion import promote
+from uniret.stages import report as report_stage
+from uniret.stages.runtime import make_context
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _metrics(uni_sci: float, uni_nf: float) -> dict:
+    uni, bm25 = {"scifact": uni_sci, "nfcorpus": uni_nf}, {"scifact": 0.66, "nfcorpus": 0.32}
+    return {
+        "datasets": {ds: {"uni": {"ndcg@10": uni[ds], "recall@100": 0.9}, "bm25": {"ndcg@10": bm25[ds]}} for ds in uni},
+        "macro": {"uni": {"ndcg@10": sum(uni.values()) / 2}, "bm25": {"ndcg@10": sum(bm25.values()) / 2}},
+    }
+
+
+def _write_train_tsv(path: Path, sparsity: bool) -> None:
+    path.parent.mkdir(parents=True)
+    head = ["step", "lr", "loss"] + (["active_terms_q", "active_terms_d"] if sparsity else [])
+    rows = ["\t".join(head)]
+    for step in range(1, 11):
+        row = [str(step), "1e-4", str(2.0 / step)] + ([str(30 - step), ""] if sparsity and step % 2 else
+                                                     [str(30 - step), str(200 - step)] if sparsity else [])
+        rows.append("\t".join(row))
+    path.write_text("\n".join(rows) + "\n")
+
+
+@pytest.fixture
+def ctx(tmp_path, repo_root, shared_data, monkeypatch):
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wandb"))
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    raw = yaml.safe_load((repo_root / "params.yaml").read_text())
+    raw["registry"] = {"root": "registry", "dvc_push": False}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    return make_context(tmp_path / "params.yaml", "tiny", str(shared_data), tmp_path / "artifacts")
+
+
+def test_report_writes_pngs_markdown_and_offline_wandb_run(ctx, tmp_path):
+    art = ctx.artifacts
+    # production: a bundle promoted earlier with its own stored metrics
+    prod_src = tmp_path / "prod-bundle"
+    prod_src.mkdir()
+    (prod_src / "manifest.json").write_text("{}")
+    promote(tmp_path / "registry", prod_src, evaluation=_metrics(0.69, 0.35),
+            decision={"passed": True, "candidate": "uni"}, lineage={}, version="v1", dvc_push=False)
+    for stage in ("evaluate", "gate", "index"):
+        (art / stage).mkdir(parents=True)
+        (art / stage / "manifest.json").write_text("{}")
+    (art / "evaluate" / "metrics.json").write_text(json.dumps(_metrics(0.70, 0.30)))
+    decision = {"passed": False, "candidate": "uni", "production": "v1", "checks": [
+        {"name": "no_regression", "dataset": "nfcorpus", "value": 0.30, "threshold": 0.34, "passed": False,
+         "status": "fail", "reason": "nfcorpus: regressed"}]}
+    (art / "gate" / "decision.json").write_text(json.dumps(decision))
+    (art / "index" / "bundle").mkdir()
+    (art / "index" / "bundle" / "manifest.json").write_text(json.dumps({"metrics": {"mean_active_terms_doc": 7}}))
+    _write_train_tsv(art / "warmup" / "metrics" / "train.tsv", sparsity=True)
+    _write_train_tsv(art / "reranker" / "metrics" / "train.tsv", sparsity=False)
+
+    out = report_stage.run(ctx)
+
+    report_dir = ctx.stage_dir("report")
+    pngs = sorted(p.name for p in report_dir.glob("*.png"))
+    assert pngs == ["metric_by_dataset.png", "sparsity.png", "training_loss.png"]
+    for name in pngs:
+        data = (report_dir / name).read_bytes()
+        assert data[:8] == PNG_MAGIC and len(data) > 1000, name
+    text = (report_dir / "report.md").read_text()
+    assert "**BLOCKED**" in text and "nfcorpus: regressed" in text
+    assert "| nfcorpus | 0.3000 | 0.3500 | -0.0500 | 0.3200 | -0.0200 |" in text
+    assert "continual: no training log" in text  # absent logs are named, not silently dropped
+    assert "![training loss](training_loss.png)" in text
+
+    run_dir = Path(out["wandb"]["run_dir"])
+    assert out["wandb"]["mode"] == "offline"
+    assert run_dir.is_relative_to(tmp_path / "wandb") and run_dir.name.startswith("offline-run-")
+    assert list(run_dir.glob("run-*.wandb")), "no offline run file"
+    assert f"wandb sync {run_dir}" in text
+
+
+def test_report_without_gate_or_logs_says_so(ctx, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    (ctx.artifacts / "evaluate").mkdir(parents=True)
+    (ctx.artifacts / "evaluate" / "manifest.json").write_text("{}")
+    (ctx.artifacts / "evaluate" / "metrics.json").write_text(json.dumps(_metrics(0.7, 0.3)))
+    out = report_stage.run(ctx)
+    text = (ctx.stage_dir("report") / "report.md").read_text()
+    assert "No gate decision: gate decision not found at" in text
+    assert out["figures"] == ["metric_by_dataset.png"] and out["wandb"]["status"].startswith("skipped")
+    assert "production column: no production bundle in the registry" in text

@@ -1,0 +1,65 @@
+"""Seeding, RNG capture/restore, device and autocast choice."""
+
+from __future__ import annotations
+
+import random
+from collections import namedtuple
+
+import numpy as np
+import torch
+
+from uniret.training.device import plan_device, to_device
+from uniret.training.seeding import capture_rng_state, restore_rng_state, seed_everything
+
+
+def _draw():
+    return random.random(), float(np.random.rand()), float(torch.rand(1))
+
+
+def test_seed_everything_makes_all_rngs_repeat():
+    seed_everything(5)
+    first = _draw()
+    seed_everything(5)
+    assert _draw() == first
+    seed_everything(6)
+    assert _draw() != first
+
+
+def test_captured_state_restores_every_rng():
+    seed_everything(1)
+    state = capture_rng_state()
+    expected = [_draw() for _ in range(3)]
+    _draw()
+    restore_rng_state(state)
+    assert [_draw() for _ in range(3)] == expected
+
+
+def test_cpu_plan_has_no_autocast_unless_configured():
+    plan = plan_device("cpu", "auto")
+    assert plan.device.type == "cpu" and plan.autocast_dtype is None
+    with plan.autocast():
+        out = torch.ones(2, 2) @ torch.ones(2, 2)
+    assert out.dtype == torch.float32
+
+
+def test_bf16_autocast_when_configured_on_cpu():
+    plan = plan_device("cpu", "bf16")
+    with plan.autocast():
+        out = torch.ones(2, 2) @ torch.ones(2, 2)
+    assert out.dtype == torch.bfloat16
+    assert "bfloat16" in plan.describe()
+
+
+def test_auto_device_follows_cuda_availability():
+    plan = plan_device("auto", "auto")
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert plan.device.type == expected
+    assert (plan.autocast_dtype == torch.bfloat16) == (expected == "cuda")
+
+
+def test_to_device_walks_nested_batches():
+    Pair = namedtuple("Pair", "a b")
+    batch = {"x": torch.ones(1), "meta": ["id", (torch.zeros(1),)], "pair": Pair(torch.ones(1), 3)}
+    moved = to_device(batch, torch.device("cpu"))
+    assert torch.equal(moved["x"], batch["x"]) and moved["meta"][0] == "id"
+    assert isinstance(moved["pair"], Pair) and moved["pair"].b == 3
