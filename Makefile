@@ -24,7 +24,7 @@ export ORT_DISABLE_TELEMETRY := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export DVC_SITE_CACHE_DIR := $(CURDIR)/.cache/dvc-site
 
-.PHONY: install demo test lint bench clean help
+.PHONY: install demo test lint bench clean help pipeline docker docker-gpu
 
 help:
 	@echo "make demo   - install, then run the whole DAG (dvc repro) on ../shared/data with the cpu profile"
@@ -55,6 +55,16 @@ lint: install
 
 bench: install
 	$(BIN)/uniret bench
+
+# Kubeflow pipeline YAML and container images; image tags come from params.yaml `pipeline:`.
+pipeline: install
+	$(BIN)/uniret pipeline compile
+
+docker: install
+	docker build -f docker/Dockerfile -t $$($(BIN)/uniret pipeline image --variant cpu) .
+
+docker-gpu: install
+	docker build -f docker/Dockerfile.gpu -t $$($(BIN)/uniret pipeline image --variant gpu) .
 
 clean:
 	rm -rf artifacts .cache

@@ -41,7 +41,7 @@ def build_pipeline(stages: Sequence[str] | None = None, config: PipelineConfig |
 
     @dsl.pipeline(name=cfg.name, description=cfg.description)
     def retrain(
-        recipe: str = cfg.recipe,
+        recipe: str = "",  # "": params.yaml model.recipe
         profile: str = cfg.profile,
         data_version: str = "",
         gate_overrides: str = "{}",

@@ -71,7 +71,14 @@ def build_parser() -> argparse.ArgumentParser:
         add_common_args(p)
         p.set_defaults(func=_run_stage, stage=stage)
     for mod in COMMAND_MODULES:
-        importlib.import_module(mod).add_parser(sub)
+        try:
+            module = importlib.import_module(mod)
+        except ModuleNotFoundError as exc:
+            if exc.name != mod:  # a broken import inside the module is a bug: surface it
+                raise
+            logging.getLogger("uniret.cli").warning("command module %s is not installed; skipped", mod)
+            continue
+        module.add_parser(sub)
     return parser
 
 

@@ -99,3 +99,14 @@ def test_gate_decision_without_a_boolean_is_a_data_error(tiny_ctx, tmp_path):
     _write(out / "decision.md", "# Gate\n")
     with pytest.raises(DataError, match="passed"):
         kt.publish_gate(tiny_ctx, dsl.Markdown(name="d", uri=str(tmp_path / "d")))
+
+
+def test_recipe_parameter_overrides_model_recipe(tmp_path, repo_root, shared_data, monkeypatch):
+    monkeypatch.setenv(kt.PARAMS_ENV, str(repo_root / "params.yaml"))
+    monkeypatch.setenv("UNIRET_DATA", str(shared_data))
+    default = kt.task_context(kt.TaskRequest("warmup", str(tmp_path), "tiny"))
+    assert kt.active_recipe(default) == default.params.raw["model"]["recipe"]  # "": params decide
+    led = kt.task_context(kt.TaskRequest("warmup", str(tmp_path), "tiny", recipe="led"))
+    assert kt.active_recipe(led) == "led" and led.params.section("model").recipe == "led"
+    with pytest.raises(ConfigError, match="recipe"):
+        kt.task_context(kt.TaskRequest("warmup", str(tmp_path), "tiny", recipe="bert"))

@@ -81,6 +81,8 @@ def test_every_task_mounts_the_pvc_and_reads_the_wandb_secret(compiled):
         (secret,) = k8s[label]["secretAsEnv"]
         assert secret["secretNameParameter"]["runtimeValue"]["constant"] == "uniret-secrets", stage
         assert secret["keyToEnv"] == [{"envVar": "WANDB_API_KEY", "secretKey": "wandb-api-key"}], stage
+        assert k8s[label]["securityContext"] == {"runAsUser": "10001", "runAsGroup": "10001",
+                                                 "runAsNonRoot": True}, stage
 
 
 def test_promote_runs_only_when_the_gate_passed(compiled):

@@ -6,13 +6,12 @@ import json
 
 import pytest
 
-from uniret import cli
 from uniret.data.beir import BeirDataset
 from uniret.data.negatives import iter_negatives
 from uniret.data.slicing import write_slice
 from uniret.retrieval.runs import read_run
 from uniret.stages import bm25
-from uniret.stages.runtime import MANIFEST, VALIDATED_DATA, read_manifest
+from uniret.stages.runtime import MANIFEST, VALIDATED_DATA, make_context, read_manifest, run_stage
 from uniret.utils.files import atomic_write_json
 
 
@@ -67,11 +66,10 @@ def test_stage_writes_indexes_runs_and_negatives(validated_datasets_fixture, rep
     assert manifest["params"]["bm25"]["top_n"] == cfg.top_n
     assert set(manifest["inputs"]) == {f"dataset/{n}" for n in bm25.datasets_in_use(data)}
 
-    # Deterministic: the CLI (same stage function) rewrites identical negatives and runs.
+    # Deterministic: a fresh context through the CLI's entry point rewrites identical outputs.
     before = (out / "negatives.jsonl").read_bytes(), (out / "runs" / "scifact.trec").read_bytes()
-    argv = ["bm25", "--params", str(repo_root / "params.yaml"), "--profile", "tiny",
-            "--data", str(ctx.data_root), "--artifacts", str(ctx.artifacts)]
-    assert cli.main(argv) == 0
+    again = make_context(repo_root / "params.yaml", "tiny", str(ctx.data_root), ctx.artifacts)
+    run_stage("bm25", again)
     assert ((out / "negatives.jsonl").read_bytes(), (out / "runs" / "scifact.trec").read_bytes()) == before
     assert json.loads((out / MANIFEST).read_text())["stage"] == "bm25"
 

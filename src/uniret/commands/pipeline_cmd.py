@@ -32,6 +32,12 @@ def _compile(args: argparse.Namespace) -> int:
     return 0
 
 
+def _image(args: argparse.Namespace) -> int:
+    _, cfg = _config(args)
+    print(cfg.image if args.variant == "gpu" else cfg.serving_image)
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
     from uniret.config.loader import ConfigError
     from uniret.kubeflow.local import run_local
@@ -43,7 +49,7 @@ def _run(args: argparse.Namespace) -> int:
     params, cfg = _config(args)
     run = run_local(
         root, cfg, workdir=args.workdir or root, profile=params.profile, stages=_stages(args.stages),
-        recipe=args.recipe, data_version=args.data_version, gate_overrides=args.gate_overrides,
+        recipe=args.recipe or "", data_version=args.data_version, gate_overrides=args.gate_overrides,
         params_path=args.params, data=args.data,
     )
     print(f"local run finished: {', '.join(run.manifests) or 'no stage outputs'}; kfp outputs in {run.outputs}")
@@ -65,7 +71,7 @@ def _arguments(args: argparse.Namespace, cfg) -> dict[str, str]:
     from uniret.kubeflow.task import parse_overrides
 
     parse_overrides(args.gate_overrides, "gate_overrides")  # fail here, not in a pod
-    return run_arguments(args.recipe or cfg.recipe, args.run_profile or cfg.profile, args.data_version,
+    return run_arguments(args.recipe or "", args.run_profile or cfg.profile, args.data_version,
                          args.gate_overrides, args.workdir or cfg.mount_path)
 
 
@@ -105,7 +111,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 def _add_run_params(p: argparse.ArgumentParser, profile_flag: str) -> None:
     p.add_argument(profile_flag, dest="run_profile", default=None,
                    help="profile the stages use (default: params pipeline.profile)")
-    p.add_argument("--recipe", default=None, help="recipe (default: params pipeline.recipe)")
+    p.add_argument("--recipe", default=None, help="recipe: unifier, led, clear, aggretriever (default: params model.recipe)")
     p.add_argument("--data-version", default="", help="data version: folder data/<version> in the workdir")
     p.add_argument("--gate-overrides", default="{}", help='JSON object merged over params gate:, e.g. \'{"min_score": 0.3}\'')
     p.add_argument("--workdir", default=None, help="shared workdir (default: params pipeline.mount_path)")
@@ -125,13 +131,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--output", default=None, help="YAML path (default: pipelines/retrain.yaml)")
     c.set_defaults(func=_compile, profile=None)
 
+    i = psub.add_parser("image", help="print an image tag from params pipeline: (used by `make docker`)")
+    i.add_argument("--params", default="params.yaml")
+    i.add_argument("--variant", choices=["gpu", "cpu"], default="gpu",
+                   help="gpu: the pipeline's image (Dockerfile.gpu); cpu: serving's (Dockerfile)")
+    i.set_defaults(func=_image, profile=None)
+
     r = psub.add_parser("run", help="run the pipeline here with kfp.local (SubprocessRunner)")
     _add_common(r)
     r.add_argument("--local", action="store_true", help="run with kfp.local (required)")
     r.add_argument("--profile", default=None, help="profile: tiny, cpu, gpu (default: $UNIRET_PROFILE, then params)")
     r.add_argument("--data", default=None, help="data root with BEIR folders (default: resolution of `uniret <stage>`)")
     r.add_argument("--workdir", default=None, help="shared workdir; artifacts go to <workdir>/artifacts (default: .)")
-    r.add_argument("--recipe", default=None, help="recipe (default: params pipeline.recipe)")
+    r.add_argument("--recipe", default=None, help="recipe: unifier, led, clear, aggretriever (default: params model.recipe)")
     r.add_argument("--data-version", default="", help="data version: folder data/<version> in the workdir")
     r.add_argument("--gate-overrides", default="{}", help="JSON object merged over params gate:")
     r.set_defaults(func=_run)

@@ -38,8 +38,10 @@ class PipelineConfig:
     description: str = "Retrain, evaluate, gate and promote the hybrid retriever"
     # The ONE image every component runs on (components/image.py and the compiled YAML read it).
     image: str = "ghcr.io/uniret/uniret:0.1.0-gpu"
+    serving_image: str = "ghcr.io/uniret/uniret:0.1.0"  # CPU variant (docker/Dockerfile): serving
     pvc: str = "uniret-workdir"  # shared PersistentVolumeClaim holding artifacts/, data/, registry/
     mount_path: str = "/workdir"  # where every task mounts it; the default `workdir` parameter
+    run_as_user: int = 10001  # the images' non-root user (docker/Dockerfile*); must own the volume
     wandb_secret: str = "uniret-secrets"  # Kubernetes Secret with the W&B API key
     wandb_secret_key: str = "wandb-api-key"  # its data key, exposed as $WANDB_API_KEY
     wandb_secret_optional: bool = True  # runs without a W&B key (offline tracking) still start
@@ -52,19 +54,20 @@ class PipelineConfig:
     resources: dict[str, ResourceSpec] = field(default_factory=dict)  # per stage; others use the default
     env: dict[str, str] = field(default_factory=dict)  # extra environment of every task
     ui_metrics: list[str] = field(default_factory=lambda: ["ndcg@10"])  # logged per dataset/system
-    # Defaults of the pipeline's run parameters.
-    recipe: str = "unifier"
+    # Defaults of the pipeline's run parameters (the recipe defaults to params `model.recipe`).
     profile: str = "gpu"
     experiment: str = "uniret"
     cron: str = "0 0 2 * * *"  # nightly recurring run (6 fields: seconds first)
     local_root: str = ".cache/kfp"  # kfp.local outputs and temp folders (relative to the project)
 
     def validate(self) -> None:
-        for name in ("image", "pvc", "mount_path", "wandb_secret", "wandb_secret_key", "name"):
+        for name in ("image", "serving_image", "pvc", "mount_path", "wandb_secret", "wandb_secret_key", "name"):
             if not getattr(self, name).strip():
                 raise ValueError(f"{name} must not be empty")
         if not self.mount_path.startswith("/"):
             raise ValueError(f"mount_path must be absolute, got {self.mount_path!r}")
+        if self.run_as_user < 1:
+            raise ValueError(f"run_as_user must be a non-root uid (>= 1), got {self.run_as_user}")
         if self.gpus_per_task < 1:
             raise ValueError(f"gpus_per_task must be >= 1, got {self.gpus_per_task}")
         for label, names in (("gpu_stages", self.gpu_stages), ("resources", list(self.resources))):

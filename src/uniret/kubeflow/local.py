@@ -94,7 +94,7 @@ def run_local(
     workdir: str | os.PathLike,
     profile: str,
     stages: Sequence[str] | None = None,
-    recipe: str | None = None,
+    recipe: str = "",
     data_version: str = "",
     gate_overrides: str = "{}",
     params_path: str | os.PathLike | None = None,
@@ -128,7 +128,7 @@ def run_local(
                 raise_on_error=True,
             )
             pipeline(
-                recipe=recipe or config.recipe,
+                recipe=recipe,
                 profile=profile,
                 data_version=data_version,
                 gate_overrides=gate_overrides,

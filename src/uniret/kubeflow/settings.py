@@ -24,6 +24,8 @@ def configure_task(task: PipelineTask, stage: str, cfg: PipelineConfig) -> Pipel
         task.set_accelerator_type(cfg.accelerator_type).set_accelerator_limit(cfg.gpus_per_task)
     for name, value in sorted(cfg.env.items()):
         task.set_env_variable(name, value)
+    kubernetes.set_security_context(task, run_as_user=cfg.run_as_user, run_as_group=cfg.run_as_user,
+                                    run_as_non_root=True)
     kubernetes.mount_pvc(task, pvc_name=cfg.pvc, mount_path=cfg.mount_path)
     kubernetes.use_secret_as_env(
         task,

@@ -28,6 +28,7 @@ log = logging.getLogger("uniret.kubeflow")
 PARAMS_ENV = "UNIRET_PARAMS"  # params.yaml copied into a fresh workdir (default: ./params.yaml)
 DATA_VERSION_ENV = "UNIRET_DATA_VERSION"
 RECIPE_ENV = "UNIRET_RECIPE"
+RECIPE_SECTION = "model"  # params `model.recipe` names the active recipe
 WORKDIR_PARAMS = "params.yaml"
 WORKDIR_DATA = "data"
 WORKDIR_ARTIFACTS = "artifacts"
@@ -40,7 +41,7 @@ class TaskRequest:
     stage: str
     workdir: str
     profile: str
-    recipe: str = ""
+    recipe: str = ""  # "": params model.recipe
     data_version: str = ""
     gate_overrides: str = ""  # JSON object merged over params `gate:` (thresholds)
 
@@ -114,7 +115,15 @@ def task_context(req: TaskRequest) -> StageContext:
                        workdir / WORKDIR_ARTIFACTS)
     ctx.params = with_overrides(ctx.params, "gate", parse_overrides(req.gate_overrides, "gate_overrides"))
     ctx.params.section("gate")  # a bad override fails here, naming the key, before any work
+    if req.recipe:
+        ctx.params = with_overrides(ctx.params, RECIPE_SECTION, {"recipe": req.recipe})
+        ctx.params.section(RECIPE_SECTION)  # an unknown recipe fails here too
     return ctx
+
+
+def active_recipe(ctx: StageContext) -> str:
+    """The recipe this task trains with (params model.recipe after the run's override)."""
+    return str(ctx.params.resolved(RECIPE_SECTION).get("recipe") or "")
 
 
 def run_task(req: TaskRequest) -> tuple[StageContext, dict[str, Any]]:
@@ -122,10 +131,10 @@ def run_task(req: TaskRequest) -> tuple[StageContext, dict[str, Any]]:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     ctx = task_context(req)
     # Recorded for lineage: the stages, W&B and the registry read them from the environment.
-    os.environ[RECIPE_ENV] = req.recipe
+    os.environ[RECIPE_ENV] = active_recipe(ctx)
     os.environ[DATA_VERSION_ENV] = req.data_version
     log.info("task %s: profile %s, recipe %r, data version %r, workdir %s", req.stage, ctx.profile,
-             req.recipe, req.data_version, req.workdir)
+             os.environ[RECIPE_ENV], req.data_version, req.workdir)
     run_stage(req.stage, ctx)
     return ctx, read_json(ctx.stage_dir(req.stage) / MANIFEST)
 
@@ -137,7 +146,7 @@ def publish_manifest(req: TaskRequest, ctx: StageContext, manifest: dict[str, An
     artifact.metadata.update({
         "stage": req.stage,
         "profile": ctx.profile,
-        "recipe": req.recipe,
+        "recipe": active_recipe(ctx),
         "data_version": req.data_version,
         "outputs": str(ctx.stage_dir(req.stage)),
     })

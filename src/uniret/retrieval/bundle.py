@@ -85,7 +85,7 @@ def open_bundle(bundle_dir: str | Path, cfg: RetrievalConfig | None = None, thre
     bm25_cfg = build(Bm25Config, manifest["params"]["bm25"], f"{path / MANIFEST}: params.bm25")
     tokenizer = AutoTokenizer.from_pretrained(str(path / TOKENIZER_DIR), local_files_only=True)
     encoder = OnnxEncoder(
-        path / ONNX_DIR, tokenizer, cfg.query_batch_size, cfg.query_max_length, manifest["doc_max_length"], threads
+        path / ONNX_DIR, tokenizer, cfg.query_batch_size, manifest["query_max_length"], manifest["doc_max_length"], threads
     )
     docids = json.loads((path / DOCIDS_FILE).read_text(encoding="utf-8"))
     quant = built_with.lexical.quant  # the impacts were quantized with the build-time quant

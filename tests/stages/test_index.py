@@ -1,0 +1,142 @@
+"""index stage on tiny real data: a warmup checkpoint from the models factory in, a loadable bundle
+out; its searchers, the evaluate run source, and the failure modes (no checkpoint)."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+import scipy.sparse as sp
+
+from uniret.config.models import ModelConfig
+from uniret.config.params import Params
+from uniret.data.beir import BeirDataset
+from uniret.data.slicing import write_slice
+from uniret.retrieval.base import encode_queries
+from uniret.retrieval.bundle import open_bundle
+from uniret.retrieval.lexical import LexicalSearcher, MemoryImpactIndex
+from uniret.stages import index as index_stage
+from uniret.stages.runtime import MANIFEST, VALIDATED_DATA, StageContext
+from uniret.utils.files import atomic_write_json
+
+EVAL = ["scifact", "nfcorpus"]
+BUNDLE_FILES = ["manifest.json", "onnx/query.onnx", "onnx/doc.onnx", "tokenizer", "dense.faiss", "impact",
+                "impacts.npz", "bm25", "docids.json"]
+
+
+def _small_ctx(tiny_ctx) -> StageContext:
+    """tiny_ctx with two eval datasets (keeps the bm25 stage and the run source short)."""
+    raw = copy.deepcopy(tiny_ctx.params.raw)
+    raw["data"]["eval_datasets"] = EVAL
+    params = Params(raw=raw, profile=tiny_ctx.profile, path=tiny_ctx.params.path)
+    return StageContext(params=params, data_root=tiny_ctx.data_root, artifacts=tiny_ctx.artifacts)
+
+
+def _validated(ctx, shared_data):
+    """Stand-in for the validate stage's outputs: tiny slices plus a manifest."""
+    data = ctx.params.section("data")
+    out = ctx.stage_dir("validate")
+    for name in dict.fromkeys([data.train_dataset, *data.eval_datasets]):
+        write_slice(BeirDataset(shared_data / name, name), out / VALIDATED_DATA / name, data.slice)
+    atomic_write_json(out / MANIFEST, {"stage": "validate", "fixture": True})
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, shared_data, repo_root):
+    """Run validate (fixture), bm25 (real), a factory checkpoint as warmup, then the index stage."""
+    from uniret.models.factory import build_model, save_model
+    from uniret.stages import bm25
+    from uniret.stages.runtime import make_context
+
+    tmp = tmp_path_factory.mktemp("index-stage")
+    ctx = _small_ctx(make_context(repo_root / "params.yaml", "tiny", str(shared_data), tmp / "artifacts"))
+    _validated(ctx, shared_data)
+    bm25.run(ctx)
+    model = build_model(ModelConfig(arch="unifier", backbone="splade-tiny", query_max_length=32, doc_max_length=128))
+    save_model(model, ctx.stage_dir("warmup") / "model")
+    metrics = index_stage.run(ctx)
+    return ctx, metrics
+
+
+@pytest.mark.slow
+def test_index_stage_writes_a_complete_bundle(built):
+    ctx, metrics = built
+    bundle = ctx.stage_dir("index") / "bundle"
+    for name in BUNDLE_FILES:
+        assert (bundle / name).exists(), name
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    corpus = list(ctx.dataset("scifact").iter_corpus())
+    assert manifest["metrics"]["num_docs"] == len(corpus) == len(json.loads((bundle / "docids.json").read_text()))
+    assert manifest["model"]["source_stage"] == "warmup"
+    assert manifest["model"]["config"]["arch"] == "unifier"
+    assert manifest["index_types"] == {"dense": "faiss-flat", "lexical": "lucene-impact", "bm25": "lucene-bm25"}
+    m = manifest["metrics"]
+    assert m["mean_active_terms_doc"] > 1 and m["bytes_per_doc_dense"] >= 4 * m["dense_dim"]
+    assert m["bytes_per_doc_sparse"] > 0 and m["impact_docs_indexed"] + m["impact_docs_empty"] == len(corpus)
+    for key in ("query_dense_min_cosine", "doc_dense_min_cosine", "query_sparse_min_cosine", "doc_sparse_min_cosine"):
+        assert manifest["parity"][key] >= 0.9999
+    assert metrics["parity"] == manifest["parity"]
+    assert (ctx.stage_dir("index") / MANIFEST).is_file()
+
+
+@pytest.mark.slow
+def test_bundle_loads_into_searchers_that_work(built):
+    ctx, _ = built
+    bundle = open_bundle(ctx.stage_dir("index") / "bundle")
+    from uniret.retrieval.modes import build_searchers
+
+    searchers = build_searchers(bundle.index, bundle.retrieval, bundle.encoder, bundle.bm25, bundle.has_gate)
+    assert sorted(searchers) == sorted(ctx.params.section("retrieval").modes)
+    queries = ctx.dataset("scifact").split_queries("test")
+    batch = encode_queries(queries, bundle.encoder)
+    docids = set(bundle.index.docids)
+    for mode, searcher in searchers.items():
+        run = searcher.search_batch(batch, 10)
+        assert set(run) == set(queries), mode
+        assert all(set(h) <= docids and len(h) <= 10 for h in run.values()), mode
+        assert sum(len(h) for h in run.values()) > 0, mode
+    # the bundle's Lucene impact index ranks exactly as its impacts.npz twin
+    twin = MemoryImpactIndex.from_impacts(bundle.index.docids, sp.load_npz(bundle.path / "impacts.npz"),
+                                          bundle.retrieval.lexical.quant)
+    lucene_run = searchers["lexical"].search_batch(batch, 10)
+    memory_run = LexicalSearcher(twin).search_batch(batch, 10)
+    for qid in queries:
+        assert list(lucene_run[qid].values()) == pytest.approx(list(memory_run[qid].values()), rel=1e-6)
+
+
+@pytest.mark.slow
+def test_load_searchers_and_the_evaluate_run_source(built):
+    from uniret.evaluation.bundle_source import BundleSource
+    from uniret.retrieval.bundle import load_searchers
+
+    ctx, _ = built
+    searchers = load_searchers(ctx.stage_dir("index") / "bundle", modes=["uni"])
+    run = searchers["uni"].search({"q": "vitamin D and bone density"}, 5)
+    assert len(run["q"]) == 5
+
+    source = BundleSource()
+    runs = source.runs(ctx)
+    expected_systems = [m for m in ctx.params.section("retrieval").modes if m != "bm25"]
+    assert sorted(runs) == sorted(expected_systems)
+    for system in expected_systems:
+        assert sorted(runs[system]) == sorted(EVAL)
+        nf_queries = ctx.dataset("nfcorpus").split_queries("test")
+        assert set(runs[system]["nfcorpus"]) == set(nf_queries)
+    assert "bundle Lucene impact index" in source.provenance["scifact"]["lexical"]
+    assert "in-memory" in source.provenance["nfcorpus"]["lexical"]
+
+
+def test_find_checkpoint_prefers_the_most_trained_stage(tiny_ctx):
+    for stage in ("warmup", "continual"):
+        (tiny_ctx.stage_dir(stage) / "model").mkdir(parents=True)
+    assert index_stage.find_checkpoint(tiny_ctx, "auto")[0] == "continual"
+    assert index_stage.find_checkpoint(tiny_ctx, "warmup")[0] == "warmup"
+    with pytest.raises(FileNotFoundError, match="distill"):
+        index_stage.find_checkpoint(tiny_ctx, "distill")
+
+
+def test_index_without_checkpoint_fails_and_writes_nothing(tiny_ctx):
+    with pytest.raises(FileNotFoundError, match="no checkpoint found"):
+        index_stage.run(tiny_ctx)
+    assert not tiny_ctx.stage_dir("index").exists()
