@@ -42,10 +42,15 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
+# The main job: `uniret nightly` = dvc repro (validate ... evaluate), gate, promote, report.
+# Exit 3 means the gate blocked the candidate: a valid outcome of the demo, not a failure.
 demo: install
 	$(BIN)/uniret params check
-	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/dvc repro
-	@cat artifacts/evaluate/metrics.md
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/uniret -v nightly; rc=$$?; test $$rc -eq 0 -o $$rc -eq 3
+	@echo; cat artifacts/evaluate/metrics.md
+	@echo; cat artifacts/gate/decision.md
+	@echo; echo "Registry: $$($(BIN)/uniret registry list 2>/dev/null | tail -3)"
+	@echo "Report: artifacts/report/report.md"
 
 test: install
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)

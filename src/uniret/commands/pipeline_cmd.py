@@ -6,6 +6,11 @@ import argparse
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from uniret.config.params import Params
+    from uniret.config.pipeline import PipelineConfig
 
 
 def _stages(value: str | None) -> list[str] | None:
@@ -15,7 +20,8 @@ def _stages(value: str | None) -> list[str] | None:
     return [s for s in value.replace(",", " ").split() if s]
 
 
-def _config(args: argparse.Namespace):
+def _config(args: argparse.Namespace) -> tuple[Params, PipelineConfig]:
+    """The params file (profile from --profile where the action has one) and its `pipeline:` section."""
     from uniret.config import load_params
 
     params = load_params(args.params, args.profile)
@@ -56,7 +62,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _package(args: argparse.Namespace, cfg, tmp: Path) -> Path:
+def _package(args: argparse.Namespace, cfg: PipelineConfig, tmp: Path) -> Path:
     """--package as given, else a fresh compile of the current code (never a stale YAML)."""
     from uniret.kubeflow.client import package_exists
     from uniret.kubeflow.project import compile_pipeline, project_root
@@ -66,11 +72,12 @@ def _package(args: argparse.Namespace, cfg, tmp: Path) -> Path:
     return compile_pipeline(project_root(), cfg, tmp / "retrain.yaml", _stages(args.stages))
 
 
-def _arguments(args: argparse.Namespace, cfg) -> dict[str, str]:
+def _arguments(args: argparse.Namespace, cfg: PipelineConfig) -> dict[str, str]:
+    """The run parameters sent to the server; a bad --gate-overrides fails here, not in a pod."""
     from uniret.kubeflow.client import run_arguments
     from uniret.kubeflow.task import parse_overrides
 
-    parse_overrides(args.gate_overrides, "gate_overrides")  # fail here, not in a pod
+    parse_overrides(args.gate_overrides, "gate_overrides")
     return run_arguments(args.recipe or "", args.run_profile or cfg.profile, args.data_version,
                          args.gate_overrides, args.workdir or cfg.mount_path)
 
@@ -108,12 +115,17 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stages", default=None, help="comma-separated stages (default: the whole DAG)")
 
 
-def _add_run_params(p: argparse.ArgumentParser, profile_flag: str) -> None:
-    p.add_argument(profile_flag, dest="run_profile", default=None,
-                   help="profile the stages use (default: params pipeline.profile)")
+def _add_run_values(p: argparse.ArgumentParser) -> None:
+    """The pipeline's run parameters besides profile and workdir (their defaults differ per action)."""
     p.add_argument("--recipe", default=None, help="recipe: unifier, led, clear, aggretriever (default: params model.recipe)")
     p.add_argument("--data-version", default="", help="data version: folder data/<version> in the workdir")
     p.add_argument("--gate-overrides", default="{}", help='JSON object merged over params gate:, e.g. \'{"min_score": 0.3}\'')
+
+
+def _add_server_params(p: argparse.ArgumentParser) -> None:
+    _add_run_values(p)
+    p.add_argument("--profile", dest="run_profile", default=None,
+                   help="profile the stages use (default: params pipeline.profile)")
     p.add_argument("--workdir", default=None, help="shared workdir (default: params pipeline.mount_path)")
     p.add_argument("--package", default=None, help="compiled YAML to send (default: compile the current code)")
     p.add_argument("--host", required=True, help="Kubeflow Pipelines API URL, e.g. http://localhost:8080")
@@ -122,6 +134,7 @@ def _add_run_params(p: argparse.ArgumentParser, profile_flag: str) -> None:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register `pipeline` and its actions."""
     p = sub.add_parser("pipeline", help="Kubeflow pipeline: compile, run locally, submit, schedule",
                        description="The DAG as a Kubeflow pipeline (pipelines/retrain.py).")
     psub = p.add_subparsers(dest="pipeline_command", metavar="<action>", required=True)
@@ -142,21 +155,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--local", action="store_true", help="run with kfp.local (required)")
     r.add_argument("--profile", default=None, help="profile: tiny, cpu, gpu (default: $UNIRET_PROFILE, then params)")
     r.add_argument("--data", default=None, help="data root with BEIR folders (default: resolution of `uniret <stage>`)")
-    r.add_argument("--workdir", default=None, help="shared workdir; artifacts go to <workdir>/artifacts (default: .)")
-    r.add_argument("--recipe", default=None, help="recipe: unifier, led, clear, aggretriever (default: params model.recipe)")
-    r.add_argument("--data-version", default="", help="data version: folder data/<version> in the workdir")
-    r.add_argument("--gate-overrides", default="{}", help="JSON object merged over params gate:")
+    r.add_argument("--workdir", default=None,
+                   help="shared workdir; artifacts go to <workdir>/artifacts (default: the project folder)")
+    _add_run_values(r)
     r.set_defaults(func=_run)
 
     s = psub.add_parser("submit", help="start one run on a Kubeflow Pipelines server")
     _add_common(s)
-    _add_run_params(s, "--profile")
+    _add_server_params(s)
     s.add_argument("--run-name", default=None, help="run name (default: <pipeline>-<UTC time>)")
     s.set_defaults(func=_submit, profile=None)
 
     sc = psub.add_parser("schedule", help="create a recurring (nightly) run on a Kubeflow Pipelines server")
     _add_common(sc)
-    _add_run_params(sc, "--profile")
+    _add_server_params(sc)
     sc.add_argument("--cron", default=None, help="cron, 6 fields with seconds first (5 fields get '0 ' prepended); "
                     "default: params pipeline.cron")
     sc.add_argument("--job-name", default=None, help="recurring run name (default: <pipeline>-nightly)")

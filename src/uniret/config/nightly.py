@@ -10,7 +10,7 @@ class NightlyConfig:
     """Commands a nightly run executes (in the params file's folder) around the DAG."""
 
     refresh_commands: list[str] = field(default_factory=list)  # e.g. ["dvc pull"]; run first
-    repro_command: str = "dvc repro"  # produces artifacts/gate/decision.json
+    repro_command: str = "dvc repro"  # builds artifacts up to evaluate; nightly runs the gate after it
     promote: bool = True  # run the promote stage when the gate passed (idempotent)
     report: bool = True  # run the report stage after the decision
     lock_file: str = ".cache/nightly.lock"  # relative to the params file's folder

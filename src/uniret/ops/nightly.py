@@ -1,4 +1,4 @@
-"""The nightly retraining run: refresh, `dvc repro`, read the gate decision, promote, report.
+"""The nightly retraining run: refresh, `dvc repro`, gate against production, promote, report.
 
 Exit codes (also in `uniret nightly --help`): 0 promoted (or the candidate already is
 production), 3 blocked by the gate, 1 failed, 75 another nightly run holds the lock.
@@ -65,11 +65,11 @@ def _steps(ctx: StageContext, cfg: NightlyConfig) -> NightlyOutcome:
         if rc != 0:
             out.summary = f"failed: `{command}` exited with {rc}"
             return out
-    decision_path = ctx.stage_dir("gate") / DECISION_JSON
-    if not decision_path.is_file():
-        out.summary = f"failed: {decision_path} not found after `{cfg.repro_command}` (is gate in dvc.yaml?)"
-        return out
-    decision = read_json(decision_path)
+    # The gate runs here, not in dvc.yaml: it compares against the live production pointer,
+    # which changes outside DVC (promotions, rollbacks), so a cached decision could be stale.
+    run_stage("gate", ctx)
+    out.steps.append("gate: decided")
+    decision = read_json(ctx.stage_dir("gate") / DECISION_JSON)
     passed = decision.get("passed") is True
     if passed and cfg.promote:
         result = run_stage("promote", ctx)
