@@ -1,7 +1,8 @@
 """The retraining DAG as a Kubeflow pipeline; compiled to pipelines/retrain.yaml.
 
 validate -> bm25 -> warmup -> mine -> reranker -> continual -> distill -> index -> evaluate
--> gate -> dsl.If(passed) -> promote, with report after evaluate. Any ordered subset of the
+-> gate -> dsl.If(passed) -> promote, with report after evaluate (and after gate, whose
+decision it reads). Any ordered subset of the
 stages can be assembled (e.g. validate -> bm25 -> evaluate), so a prefix of the DAG runs alone.
 Stages share outputs through the workdir; each task also passes its manifest artifact to the
 next, which orders the DAG and gives the Kubeflow UI its lineage.
@@ -58,7 +59,9 @@ def build_pipeline(stages: Sequence[str] | None = None, config: PipelineConfig |
                 kwargs["upstream"] = previous.outputs["manifest"]
             previous = tasks[stage] = configure_task(components[stage](**kwargs), stage, cfg)
         if "report" in plan:
-            after = tasks.get("evaluate", previous)
+            # after gate when it runs (the report reads its decision from the shared workdir),
+            # else after evaluate; never inside the If: a blocked candidate is reported too
+            after = tasks.get("gate") or tasks.get("evaluate") or previous
             upstream = {"upstream": after.outputs["manifest"]} if after is not None else {}
             configure_task(components["report"](**common, **upstream), "report", cfg)
         if "promote" in plan:

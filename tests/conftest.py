@@ -50,3 +50,33 @@ def tiny_ctx(tmp_path, shared_data):
     from uniret.stages.runtime import make_context
 
     return make_context(REPO / "params.yaml", "tiny", str(shared_data), tmp_path / "artifacts")
+
+
+@pytest.fixture(scope="session")
+def tiny_bundle(tmp_path_factory, shared_data) -> Path:
+    """A real index bundle of the tiny SciFact slice: validated slice (stand-in for the validate stage),
+    the bm25 stage, a factory UnifieR checkpoint (SPLADE-tiny, untrained heads) as warmup, the index stage."""
+    import copy
+
+    from uniret.config import Params
+    from uniret.config.models import ModelConfig
+    from uniret.data.beir import BeirDataset
+    from uniret.data.slicing import write_slice
+    from uniret.models.factory import build_model, save_model
+    from uniret.stages import bm25, index
+    from uniret.stages.runtime import MANIFEST, VALIDATED_DATA, StageContext, make_context
+    from uniret.utils.files import atomic_write_json
+
+    base = make_context(REPO / "params.yaml", "tiny", str(shared_data), tmp_path_factory.mktemp("bundle") / "artifacts")
+    raw = copy.deepcopy(base.params.raw)
+    raw["data"]["eval_datasets"] = ["scifact"]
+    ctx = StageContext(Params(raw=raw, profile="tiny", path=base.params.path), base.data_root, base.artifacts)
+    data = ctx.params.section("data")
+    write_slice(BeirDataset(shared_data / "scifact", "scifact"), ctx.stage_dir("validate") / VALIDATED_DATA / "scifact",
+                data.slice)
+    atomic_write_json(ctx.stage_dir("validate") / MANIFEST, {"stage": "validate", "fixture": True})
+    bm25.run(ctx)
+    save_model(build_model(ModelConfig(arch="unifier", backbone="splade-tiny", query_max_length=32, doc_max_length=96)),
+               ctx.stage_dir("warmup") / "model")
+    index.run(ctx)
+    return ctx.stage_dir("index") / "bundle"

@@ -47,6 +47,8 @@ def test_typed_outputs_for_lineage_and_figures(components):
                                    "report": "system.Markdown@0.0.1"}
     assert outputs("gate") == {"manifest": "system.Dataset@0.0.1", "decision": "system.Markdown@0.0.1",
                                "Output": "Boolean"}
+    assert outputs("report") == {"manifest": "system.Dataset@0.0.1", "summary": "system.Markdown@0.0.1",
+                                 "figures": "system.HTML@0.0.1"}
     for stage in ("warmup", "reranker", "continual", "distill", "index"):
         assert outputs(stage) == {"manifest": "system.Model@0.0.1"}, stage
     assert "gate_overrides" in components["gate"].component_spec.inputs

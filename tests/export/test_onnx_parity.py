@@ -143,3 +143,15 @@ def test_missing_graph_is_a_clear_error(exported, gated_model, tmp_path):
     shutil.copy(exported[0] / QUERY_FILE, tmp_path / QUERY_FILE)
     with pytest.raises(FileNotFoundError, match="doc.onnx"):
         OnnxEncoder(tmp_path, gated_model[1], BATCH, QLEN, DLEN)
+
+
+def test_legacy_exporter_also_passes_parity(gated_model, texts, export_cfg, tmp_path):
+    import dataclasses
+
+    model, tokenizer = gated_model
+    legacy = dataclasses.replace(export_cfg, dynamo=False)
+    outputs = export_encoders(model, tokenizer, tmp_path, legacy, QLEN, DLEN)
+    assert outputs[QUERY_FILE] == ["dense", "sparse", "gate"]
+    queries, docs = texts
+    figures = check_parity(*_encoders(gated_model, tmp_path), queries[:4], docs[:8], legacy.parity)
+    assert figures["doc_sparse_min_cosine"] >= 0.9999

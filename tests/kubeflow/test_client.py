@@ -92,3 +92,16 @@ def test_schedule_rejects_a_malformed_cron_before_contacting_the_server(fake_kfp
     assert code == 1
     assert "expected 6 fields" in capsys.readouterr().err
     assert fake_kfp.requests == []
+
+
+def test_rescheduling_adds_a_version_to_the_existing_pipeline(fake_kfp, repo_root):
+    argv = ["pipeline", "schedule", "--params", str(repo_root / "params.yaml"), "--host", fake_kfp.url,
+            "--stages", STAGES]
+    assert main(argv) == 0 and main(argv) == 0
+    assert len(fake_kfp.calls("POST", "/pipelines/upload")) == 1  # created once
+    versions = fake_kfp.calls("POST", "/pipelines/upload_version")
+    assert len(versions) == 2
+    assert {v.query["pipelineid"] for v in versions} == {fake_kfp.pipelines["uniret-retrain"]["pipeline_id"]}
+    jobs = [r.json for r in fake_kfp.calls("POST", "/recurringruns")]
+    assert [j["trigger"]["cron_schedule"]["cron"] for j in jobs] == ["0 0 2 * * *"] * 2  # params pipeline.cron
+    assert len(fake_kfp.calls("POST", "/experiments")) == 1  # the experiment is reused

@@ -110,3 +110,19 @@ def test_recipe_parameter_overrides_model_recipe(tmp_path, repo_root, shared_dat
     assert kt.active_recipe(led) == "led" and led.params.section("model").recipe == "led"
     with pytest.raises(ConfigError, match="recipe"):
         kt.task_context(kt.TaskRequest("warmup", str(tmp_path), "tiny", recipe="bert"))
+
+
+def test_report_figures_are_inlined_in_one_html_page(tiny_ctx, tmp_path):
+    import base64
+
+    out = tiny_ctx.stage_dir("report")
+    png = b"\x89PNG\r\n\x1a\nfake-plot-bytes"
+    _write(out / "report.md", "# Regression report\n")
+    (out / "metric_by_dataset.png").write_bytes(png)
+    summary = dsl.Markdown(name="summary", uri=str(tmp_path / "kfp" / "summary"))
+    figures = dsl.HTML(name="figures", uri=str(tmp_path / "kfp" / "figures"))
+    assert kt.publish_report(tiny_ctx, summary, figures) == 1
+    page = (tmp_path / "kfp" / "figures").read_text()
+    assert f"data:image/png;base64,{base64.b64encode(png).decode()}" in page
+    assert "metric_by_dataset.png" in page
+    assert (tmp_path / "kfp" / "summary").read_text() == "# Regression report\n"

@@ -105,6 +105,9 @@ def test_distill_kl_value_with_temperature():
         teachers={"reranker": torch.tensor([[2.0, 0.0]])},
     )
     assert DistillKLLoss("dense", temperature=2.0)(batch).item() == pytest.approx(expected, rel=1e-6)
+    # separate temperatures: teacher [2, 0] / 2 = [1, 0] (as above), student [0, 0] / 0.5 = [0, 0]: same value
+    two = DistillKLLoss("dense", temperature=0.5, teacher_temperature=2.0)
+    assert two(batch).item() == pytest.approx(expected, rel=1e-6)
 
 
 def test_margin_mse_value():

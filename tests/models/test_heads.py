@@ -139,3 +139,28 @@ def test_combine_uni_plain_and_gated():
     assert combine_uni(dense, lex).tolist() == [[4.0, 2.0]]
     assert combine_uni(dense, lex, torch.tensor([0.5])).tolist() == [[4.0, 2.0]]  # g = 0.5 == addition
     assert combine_uni(dense, lex, torch.tensor([1.0])).tolist() == [[6.0, 0.0]]  # lexicon only
+
+
+def test_export_path_of_vocab_max_matches_the_eager_path(build, tokenize, docs, monkeypatch):
+    """While tracing (ONNX export) the vectorised masked max runs instead of the per-row loop."""
+    import uniret.models.pooling as pooling
+
+    for arch in ("unifier", "aggretriever"):
+        model = build(arch, "splade-tiny", shared_layers=1, dense_layers=1)
+        ids, mask = tokenize(model.tokenizer, docs)
+        eager = model(ids, mask)
+        monkeypatch.setattr(pooling, "exporting", lambda: True)
+        traced_path = model(ids, mask)
+        monkeypatch.setattr(pooling, "exporting", lambda: False)
+        for channel in ("dense", "sparse"):
+            a, b = getattr(eager, channel), getattr(traced_path, channel)
+            if a is not None:
+                assert torch.allclose(a, b, atol=1e-5), (arch, channel)
+    # the eager path gives rows without kept tokens zeros, like the export path
+    hidden = torch.randn(2, 3, 4)
+    keep = torch.tensor([[0, 0, 0], [1, 1, 0]])
+    project = torch.nn.Linear(4, 5)
+    eager_rows = pooling.vocab_max(project, hidden, keep)
+    monkeypatch.setattr(pooling, "exporting", lambda: True)
+    assert torch.allclose(eager_rows, pooling.vocab_max(project, hidden, keep), atol=1e-6)
+    assert eager_rows[0].abs().sum() == 0

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from uniret.models.clear import dualrm_fuse, dualrm_score
-from uniret.models.led import LexicalTeacher, teacher_group_scores
+from uniret.models.led import LexicalTeacher, build_lexical_teacher, teacher_group_scores
 
 
 def test_lexical_teacher_is_frozen_and_scores_groups(build, tokenize, queries, docs):
@@ -33,3 +33,19 @@ def test_dualrm_interpolation_by_hand():
     fused = dualrm_fuse({"a": 10.0, "b": 4.0}, {"b": 3.0, "c": 5.0}, 0.5)
     assert fused == [("a", 8.0), ("c", 7.0), ("b", 5.0)]
     assert dualrm_fuse({"a": 1.0}, {}, 0.5, k=1) == [("a", 0.5)]
+
+
+def test_build_lexical_teacher_from_config_and_from_a_stage(tmp_path, build):
+    from uniret.config.models import ModelConfig, RecipeConfig
+    from uniret.models.factory import save_model
+
+    recipe = RecipeConfig(model=ModelConfig(arch="dense", backbone="minilm"),
+                          teacher=ModelConfig(arch="splade", backbone="splade-tiny"))
+    teacher = build_lexical_teacher(recipe)
+    assert teacher.channels == ("sparse",) and not any(p.requires_grad for p in teacher.parameters())
+    save_model(build("unifier", "splade-tiny", shared_layers=1, dense_layers=1), tmp_path / "warmup")
+    staged = RecipeConfig(model=recipe.model, teacher_from_stage="warmup")
+    from_stage = build_lexical_teacher(staged, {"warmup": tmp_path / "warmup"})
+    assert type(from_stage.encoder).__name__ == "UnifierEncoder"
+    with pytest.raises(FileNotFoundError, match="warmup"):
+        build_lexical_teacher(staged, {})

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from uniret.config.params import load_params
-from uniret.losses.base import LossInputs
+from uniret.losses.base import forward_inputs
 from uniret.losses.compose import build_composite, needs
 from uniret.models.factory import build_model
 from uniret.models.led import teacher_group_scores
@@ -52,17 +52,12 @@ def test_steps_lower_the_recipe_loss(repo_root, recipe, stage, queries, docs):
     loss_fn = build_composite(terms)
 
     def objective(step: int) -> tuple[torch.Tensor, dict]:
-        inputs = LossInputs(
-            query=model(q["input_ids"], q["attention_mask"], is_query=True),
-            docs=model(d["input_ids"], d["attention_mask"], is_query=False),
-            group_size=2, dense_parts=getattr(model, "dense_parts", {}), step=step, **extra,
-        )
-        return loss_fn(inputs)
+        return loss_fn(forward_inputs(model, q, d, group_size=2, step=step, **extra))
 
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=LR)
     with torch.no_grad():
         first, first_logs = objective(step=STEPS)  # evaluate with the final schedule weights
-    for step in range(1, STEPS + 1):
+    for _ in range(STEPS):
         optimizer.zero_grad()
         loss, _ = objective(step=STEPS)
         loss.backward()

@@ -1,4 +1,4 @@
-"""The real pipeline under kfp.local (SubprocessRunner): validate -> bm25 -> evaluate -> gate -> If -> promote."""
+"""The real pipeline under kfp.local (SubprocessRunner): validate -> bm25 -> evaluate -> gate -> If -> promote, report."""
 
 from __future__ import annotations
 
@@ -27,11 +27,11 @@ def test_tiny_prefix_runs_and_a_blocked_gate_skips_promote(repo_root, shared_dat
     workdir = tmp_path / "wd"
     run = run_local(
         repo_root, local_cfg, workdir=workdir, profile="tiny",
-        stages=["validate", "bm25", "evaluate", "gate", "promote"],
+        stages=["validate", "bm25", "evaluate", "gate", "promote", "report"],
         params_path=repo_root / "params.yaml", data=shared_data,
         gate_overrides='{"candidate_system": "bm25", "min_score": 0.99}',  # nothing reaches 0.99
     )
-    assert set(run.manifests) == {"validate", "bm25", "evaluate", "gate"}  # promote skipped by dsl.If
+    assert set(run.manifests) == {"validate", "bm25", "evaluate", "gate", "report"}  # promote skipped by dsl.If
     assert not (workdir / "artifacts" / "promote").exists()
     assert (workdir / "params.yaml").is_file()  # the workdir was seeded with the project's params
 
@@ -46,6 +46,8 @@ def test_tiny_prefix_runs_and_a_blocked_gate_skips_promote(repo_root, shared_dat
     decision = json.loads((workdir / "artifacts" / "gate" / "decision.json").read_text())
     assert decision["passed"] is False
     assert _executor_output(run, "gate")["parameterValues"]["Output"] is False
+    figures = (run.outputs / "report" / "figures").read_text()
+    assert figures.count("data:image/png;base64,") == len(list((workdir / "artifacts" / "report").glob("*.png"))) > 0
     assert list((tmp_path / "kfp" / "tmp").iterdir()) == []  # kfp's per-task temp folders are gone
 
     # Same workdir, gate passing this time: the dsl.If branch runs promote, which fails because

@@ -70,3 +70,17 @@ def test_pq_m_must_divide_dimension(encoded_slice):
 def test_searcher_rejects_misaligned_docids(encoded_slice):
     with pytest.raises(ValueError, match="doc ids"):
         DenseSearcher(build_faiss_index(encoded_slice.docs.dense, DenseIndexConfig()), encoded_slice.docids[:-1])
+
+
+def test_gpu_placement_when_faiss_sees_a_gpu(monkeypatch, encoded_slice):
+    # No GPU here: fake faiss-gpu's two entry points to check the placement decision only.
+    import faiss
+
+    moved = []
+    monkeypatch.setattr(faiss, "get_num_gpus", lambda: 2)
+    monkeypatch.setattr(faiss, "index_cpu_to_all_gpus", lambda index: moved.append(index) or index, raising=False)
+    index = build_faiss_index(encoded_slice.docs.dense, DenseIndexConfig())
+    assert to_search_device(index, DenseIndexConfig()) is index and moved == [index]
+    assert to_search_device(index, DenseIndexConfig(use_gpu=False)) is index and len(moved) == 1
+    hnsw = build_faiss_index(encoded_slice.docs.dense, DenseIndexConfig(type="hnsw"))
+    assert to_search_device(hnsw, DenseIndexConfig(type="hnsw")) is hnsw and len(moved) == 1  # no GPU HNSW

@@ -129,6 +129,7 @@ class LossTermConfig:
     # consistency, reranker otherwise)
     teacher: Literal["reranker", "lexical"] | None = None
     temperature: float = 1.0  # contrastive / agreement / distill_kl softmax temperature
+    teacher_temperature: float | None = None  # distill_kl: the teacher's (null: same as temperature)
     in_batch: bool = True  # contrastive: other queries' documents are negatives too
     # FLOPS regularizer weights of the query and document sides (multiplied by `weight`)
     query_weight: float = 1.0
@@ -142,6 +143,8 @@ class LossTermConfig:
             raise ValueError(f"weight must be >= 0, got {self.weight}")
         if self.temperature <= 0:
             raise ValueError(f"temperature must be > 0, got {self.temperature}")
+        if self.teacher_temperature is not None and self.teacher_temperature <= 0:
+            raise ValueError(f"teacher_temperature must be > 0 or null, got {self.teacher_temperature}")
         if self.query_weight < 0 or self.doc_weight < 0:
             raise ValueError("query_weight and doc_weight must be >= 0")
         if self.xi < 0 or self.lambda_train < 0:

@@ -31,6 +31,7 @@ SECTIONS: dict[str, str] = {
     "pipeline": "uniret.config.pipeline:PipelineConfig",
     "model": "uniret.config.models:ModelSection",
     "losses": "uniret.config.models:LossSection",
+    "training": "uniret.config.recipes:TrainingSection",
     "serve": "uniret.config.serving:ServeConfig",
     "bench": "uniret.config.serving:BenchConfig",
 }

@@ -26,6 +26,9 @@ Runs = dict[str, dict[str, Run]]  # {system: {dataset: Run}}
 # zero-argument factory. Add a source here; the evaluate stage scores every registered source.
 RUN_SOURCES: dict[str, str | Callable[[], RunSource]] = {
     "bm25": "uniret.evaluation.sources:Bm25Source",
+    "bundle": "uniret.evaluation.bundle_source:BundleSource",
+    "trained": "uniret.evaluation.model_source:TrainedModelSource",
+    "zeroshot": "uniret.evaluation.model_source:ZeroShotSource",
 }
 
 

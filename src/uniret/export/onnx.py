@@ -62,7 +62,10 @@ def produced_outputs(model: nn.Module, tokenizer, is_query: bool, max_length: in
 def export_encoder(
     model: nn.Module, tokenizer, path: str | Path, is_query: bool, cfg: ExportConfig, max_length: int
 ) -> list[str]:
-    """Export one side of `model` to a single-file ONNX graph at `path`; return its output names."""
+    """Export one side of `model` to a single-file ONNX graph at `path`; return its output names.
+
+    The model is put in eval mode on the CPU (in place): export traces on the CPU.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     model = model.eval().cpu()

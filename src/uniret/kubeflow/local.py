@@ -26,7 +26,7 @@ from typing import Any
 from uniret.config.pipeline import PipelineConfig
 from uniret.errors import StageFailed
 from uniret.kubeflow.project import build
-from uniret.kubeflow.task import PARAMS_ENV, WORKDIR_ARTIFACTS
+from uniret.kubeflow.task import PARAMS_ENV, WORKDIR_ARTIFACTS, parse_overrides
 from uniret.stages.runtime import MANIFEST
 from uniret.utils.jsonio import read_json
 
@@ -101,6 +101,7 @@ def run_local(
     data: str | os.PathLike | None = None,
 ) -> LocalRun:
     """Run `stages` (default: the whole DAG) through kfp.local; StageFailed names the failed task."""
+    parse_overrides(gate_overrides, "gate_overrides")  # a typo fails now, not in the gate task
     local = import_kfp_local()
     pipeline = build(root, config, stages)
     base = local_root(root, config)

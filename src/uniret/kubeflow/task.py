@@ -9,6 +9,8 @@ writes the workdir exactly as `uniret <stage>` does.
 
 from __future__ import annotations
 
+import base64
+import html
 import json
 import logging
 import os
@@ -199,3 +201,27 @@ def publish_gate(ctx: StageContext, markdown: Any) -> bool:
     shutil.copyfile(stage_dir / "decision.md", markdown.path)
     log.info("gate decision: %s", "PASSED" if passed else "BLOCKED")
     return passed
+
+
+def figures_html(stage_dir: Path, title: str) -> str:
+    """One self-contained HTML page with every PNG of `stage_dir` inlined (KFP's HTML viewer)."""
+    parts = [f"<html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head><body>",
+             f"<h1>{html.escape(title)}</h1>"]
+    pngs = sorted(stage_dir.glob("*.png"))
+    for png in pngs:
+        data = base64.b64encode(png.read_bytes()).decode("ascii")
+        parts.append(f"<figure><img alt='{html.escape(png.stem)}' src='data:image/png;base64,{data}'>"
+                     f"<figcaption>{html.escape(png.name)}</figcaption></figure>")
+    if not pngs:
+        parts.append(f"<p>no figures in {html.escape(str(stage_dir))}</p>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def publish_report(ctx: StageContext, markdown: Any, figures: Any) -> int:
+    """report.md as a Markdown artifact and its PNG plots as one HTML artifact; returns #figures."""
+    stage_dir = ctx.stage_dir("report")
+    Path(markdown.path).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(stage_dir / "report.md", markdown.path)
+    Path(figures.path).write_text(figures_html(stage_dir, "uniret regression report"), encoding="utf-8")
+    return len(list(stage_dir.glob("*.png")))

@@ -108,3 +108,24 @@ class Loss(torch.nn.Module):
 
     def forward(self, inputs: LossInputs) -> torch.Tensor:  # type: ignore[override]
         raise NotImplementedError
+
+
+def forward_inputs(
+    model,
+    queries: dict[str, torch.Tensor],
+    docs: dict[str, torch.Tensor],
+    group_size: int,
+    step: int = 1,
+    teachers: dict[str, torch.Tensor] | None = None,
+    bm25_scores: torch.Tensor | None = None,
+) -> LossInputs:
+    """Run `model` on tokenized queries and grouped documents (input_ids, attention_mask) -> LossInputs."""
+    return LossInputs(
+        query=model(queries["input_ids"], queries["attention_mask"], is_query=True),
+        docs=model(docs["input_ids"], docs["attention_mask"], is_query=False),
+        group_size=group_size,
+        teachers=dict(teachers or {}),
+        bm25_scores=bm25_scores,
+        dense_parts=dict(getattr(model, "dense_parts", {}) or {}),
+        step=step,
+    )

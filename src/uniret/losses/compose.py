@@ -78,7 +78,7 @@ def build_term(cfg: LossTermConfig) -> Loss:
     if cfg.loss == "clear_margin":
         return ClearMarginLoss(cfg.channel, cfg.xi, cfg.lambda_train)
     if cfg.loss == "distill_kl":
-        return DistillKLLoss(cfg.channel, cfg.temperature, cfg.teacher or "reranker")
+        return DistillKLLoss(cfg.channel, cfg.temperature, cfg.teacher or "reranker", cfg.teacher_temperature)
     if cfg.loss == "margin_mse":
         return MarginMSELoss(cfg.channel, cfg.teacher or "reranker")
     raise ValueError(f"unknown loss {cfg.loss!r}")

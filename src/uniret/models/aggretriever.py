@@ -18,9 +18,9 @@ import math
 import torch
 from torch import nn
 
-from uniret.models.backbones import load_backbone
+from uniret.models.backbones import base_model, load_backbone, mlm_head
 from uniret.models.base import Encoded, RetrievalEncoder
-from uniret.models.pooling import cls_pool
+from uniret.models.pooling import cls_pool, vocab_max
 
 
 def slice_index(vocab_size: int, slices: int, seed: int) -> torch.Tensor:
@@ -73,11 +73,12 @@ class AggretrieverEncoder(RetrievalEncoder):
         self.dense_parts = {"cls": (0, cls_dim), "agg": (cls_dim, cls_dim + agg_dim)}
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, is_query: bool = False) -> Encoded:
-        out = self.mlm(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True)
-        hidden = out.hidden_states[-1]
-        probs = torch.softmax(out.logits, dim=-1)
-        weights = self.term_weight(hidden).abs()
-        keep = lexical_token_mask(attention_mask).unsqueeze(-1)
-        v = (weights * probs).masked_fill(~keep, 0.0).max(dim=1).values
+        hidden = base_model(self.mlm)(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        head = mlm_head(self.mlm)
+
+        def weighted_probs(h: torch.Tensor) -> torch.Tensor:  # w_i * softmax(MLM(e_i)) per token
+            return self.term_weight(h).abs() * torch.softmax(head(h), dim=-1)
+
+        v = vocab_max(weighted_probs, hidden, lexical_token_mask(attention_mask))
         agg = slice_max_signed(v, self.slice_index)
         return Encoded(dense=torch.cat([self.cls_proj(cls_pool(hidden)), agg], dim=-1))

@@ -118,3 +118,11 @@ def run_layers(layers, hidden: torch.Tensor, mask) -> torch.Tensor:
         out = layer(hidden, mask)
         hidden = out[0] if isinstance(out, tuple) else out
     return hidden
+
+
+def mlm_head(model: PreTrainedModel) -> torch.nn.Module:
+    """The MLM head of a BERT-style masked LM (hidden states -> vocabulary logits, W_e tied)."""
+    head = getattr(model, "cls", None)
+    if head is None:
+        raise BackboneError(f"{type(model).__name__}: expected a BERT-style MLM head (.cls)")
+    return head

@@ -9,6 +9,9 @@ The student is a `DenseEncoder`; the teacher is the lexicon model of an earlier 
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+
 import torch
 
 from uniret.models.base import Encoded, RetrievalEncoder
@@ -46,3 +49,23 @@ def teacher_group_scores(
     d = getattr(teacher(docs["input_ids"], docs["attention_mask"], is_query=False), channel)
     d = d.view(q.shape[0], group_size, -1)
     return torch.einsum("qh,qgh->qg", q, d)
+
+
+def build_lexical_teacher(recipe, stage_models: Mapping[str, str | os.PathLike] | None = None) -> LexicalTeacher:
+    """LED's frozen lexical teacher for a RecipeConfig.
+
+    With `recipe.teacher_from_stage` set, the teacher is the sparse channel of that stage's saved
+    model (`stage_models[stage]` is its checkpoint folder); otherwise `recipe.teacher` is built
+    from its backbone (e.g. the SPLADE-tiny lexical model).
+    """
+    from uniret.models.factory import build_model, load_model
+
+    stage = recipe.teacher_from_stage
+    if stage is not None:
+        if not stage_models or stage not in stage_models:
+            raise FileNotFoundError(f"LED teacher_from_stage {stage!r}: no saved model of that stage was given")
+        model, _ = load_model(stage_models[stage])
+        return LexicalTeacher(model)
+    if recipe.teacher is None:
+        raise ValueError("the led recipe needs `teacher` or `teacher_from_stage`")
+    return LexicalTeacher(build_model(recipe.teacher))

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import torch
 
-from uniret.models.backbones import load_backbone
+from uniret.models.backbones import base_model, load_backbone, mlm_head
 from uniret.models.base import Encoded, RetrievalEncoder
-from uniret.models.pooling import saturated_max_pool
+from uniret.models.pooling import splade_pool
 
 
 class SpladeEncoder(RetrievalEncoder):
@@ -22,8 +22,8 @@ class SpladeEncoder(RetrievalEncoder):
         self.mlm = load_backbone(backbone, with_mlm_head=True, dropout=dropout, pretrained=pretrained)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, is_query: bool = False) -> Encoded:
-        logits = self.mlm(input_ids=input_ids, attention_mask=attention_mask).logits
-        return Encoded(sparse=saturated_max_pool(logits, attention_mask))
+        hidden = base_model(self.mlm)(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        return Encoded(sparse=splade_pool(mlm_head(self.mlm), hidden, attention_mask))
 
 
 def freeze(model: torch.nn.Module) -> torch.nn.Module:

@@ -25,10 +25,11 @@ from uniret.models.backbones import (
     encoder_layers,
     layer_mask,
     load_backbone,
+    mlm_head,
     run_layers,
 )
 from uniret.models.base import Encoded, RetrievalEncoder
-from uniret.models.pooling import cls_pool, saturated_max_pool
+from uniret.models.pooling import cls_pool, splade_pool
 
 # An undecided gate (g = 0.5) reproduces the paper's plain addition of the two scores.
 _GATE_SCALE = 2.0
@@ -74,9 +75,7 @@ class UnifierEncoder(RetrievalEncoder):
         # lexicon path close to the trained SPLADE model it comes from.
         self.lex_layers = nn.ModuleList(copy.deepcopy(layers[len(layers) - lexicon_layers :]))
         # the MLM head (BertOnlyMLMHead): its decoder is W_e, tied to the input word embeddings
-        self.mlm_head = getattr(mlm, "cls", None)
-        if self.mlm_head is None:
-            raise BackboneError(f"{type(mlm).__name__}: UnifieR needs a BERT-style MLM head (.cls)")
+        self.mlm_head = mlm_head(mlm)
         self.gate = None
         if gating:
             self.gate = nn.Linear(self.config.hidden_size, 1)
@@ -91,8 +90,7 @@ class UnifierEncoder(RetrievalEncoder):
         u = cls_pool(run_layers(self.den_layers, h, mask))
         # Stop-gradient: losses on the lexicon channel must not update theta_den (UnifieR 3.3).
         lex_in = torch.cat([u.detach().unsqueeze(1), h[:, 1:]], dim=1)
-        logits = self.mlm_head(run_layers(self.lex_layers, lex_in, mask))
-        v = saturated_max_pool(logits, attention_mask)
+        v = splade_pool(self.mlm_head, run_layers(self.lex_layers, lex_in, mask), attention_mask)
         gate = torch.sigmoid(self.gate(u)).squeeze(-1) if (self.gate is not None and is_query) else None
         return Encoded(dense=u, sparse=v, gate=gate)
 

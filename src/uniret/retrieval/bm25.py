@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from uniret.config.sections import Bm25Config
@@ -21,19 +22,25 @@ class Bm25ModeSearcher(Searcher):
             raise FileNotFoundError(f"{self.index_dir}: BM25 index not found")
         self.cfg = cfg
         self._searcher = None
+        self._lock = threading.Lock()  # serving searches from several threads
+
+    def _open(self):
+        with self._lock:
+            if self._searcher is None:
+                from uniret.lexical.bm25 import Bm25Searcher
+
+                self._searcher = Bm25Searcher(self.index_dir, self.cfg)
+            return self._searcher
 
     def search_batch(self, batch: QueryBatch, k: int) -> Run:
-        if self._searcher is None:
-            from uniret.lexical.bm25 import Bm25Searcher
-
-            self._searcher = Bm25Searcher(self.index_dir, self.cfg)
-        run = self._searcher.search(dict(zip(batch.ids, batch.texts, strict=True)), k, progress=False)
+        run = self._open().search(dict(zip(batch.ids, batch.texts, strict=True)), k, progress=False)
         for qid in batch.ids:
             run.setdefault(qid, {})
         return run
 
     def close(self) -> None:
         """Release the Java searcher."""
-        if self._searcher is not None:
-            self._searcher.close()
-            self._searcher = None
+        with self._lock:
+            if self._searcher is not None:
+                self._searcher.close()
+                self._searcher = None

@@ -8,6 +8,7 @@ The in-memory one serves corpora that have no bundle (zero-shot eval sets) and e
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -78,12 +79,18 @@ class LuceneImpactIndex:
         self.quant = quant
         self.threads = threads
         self._searcher = None
+        self._lock = threading.Lock()  # serving searches from several threads
+
+    def _open(self):
+        with self._lock:
+            if self._searcher is None:
+                from uniret.lexical.impact import ImpactSearcher
+
+                self._searcher = ImpactSearcher(self.index_dir, self.quant, threads=self.threads)
+            return self._searcher
 
     def top_k(self, qids: Sequence[str], query_weights: sp.csr_matrix, k: int) -> Run:
-        if self._searcher is None:
-            from uniret.lexical.impact import ImpactSearcher
-
-            self._searcher = ImpactSearcher(self.index_dir, self.quant, threads=self.threads)
+        searcher = self._open()
         query_impacts = quantize(query_weights, self.quant)
         # a query with no impact left matches nothing (and Lucene rejects an empty query)
         queries = {
@@ -91,15 +98,16 @@ class LuceneImpactIndex:
             for i, qid in enumerate(qids)
             if query_impacts.indptr[i + 1] > query_impacts.indptr[i]
         }
-        raw = self._searcher.search(queries, k, progress=False) if queries else {}
+        raw = searcher.search(queries, k, progress=False) if queries else {}
         scale = self.quant * self.quant
         return {qid: {d: s / scale for d, s in raw.get(qid, {}).items()} for qid in qids}
 
     def close(self) -> None:
         """Release the Java searcher."""
-        if self._searcher is not None:
-            self._searcher.close()
-            self._searcher = None
+        with self._lock:
+            if self._searcher is not None:
+                self._searcher.close()
+                self._searcher = None
 
 
 class LexicalSearcher(Searcher):

@@ -81,5 +81,6 @@ class UniSearcher(Searcher):
                 lex_scores = np.fromiter(lex.values(), dtype=np.float64, count=len(lex))
             dense_scores = self.doc_vectors[rows] @ enc.dense[i].astype(np.float32)
             total = w_lex[i] * lex_scores + w_den[i] * dense_scores.astype(np.float64)
-            run[qid] = dict(ranked({self.docids[r]: float(s) for r, s in zip(rows, total, strict=True)}, k))
+            best = np.argsort(-total, kind="stable")[:k]
+            run[qid] = dict(ranked({self.docids[rows[j]]: float(total[j]) for j in best}, k))
         return run

@@ -33,7 +33,7 @@ from uniret.serving.schemas import (
 )
 from uniret.serving.settings import ServingSettings
 from uniret.serving.source import SourceError, bundle_loader
-from uniret.serving.state import BundleLoadError, LiveBundle, Loader, NotReady, ServingState
+from uniret.serving.state import BundleLoadError, LiveBundle, Loader, NotReady, ServingState, search_one
 from uniret.serving.watch import PointerWatcher
 
 log = logging.getLogger("uniret.serving")
@@ -44,7 +44,7 @@ INVALID_MODE = "invalid"  # metrics label of requests naming no offered mode (bo
 
 def run_query(searcher: Searcher, query: str, k: int) -> list[tuple[str, float]]:
     """Top-k (doc id, score) of one query, best first (doc id breaks ties)."""
-    return ranked(searcher.search({QID: query}, k).get(QID, {}), k)
+    return ranked(search_one(searcher, QID, query, k).get(QID, {}), k)
 
 
 def bundle_info(live: LiveBundle) -> BundleInfo:

@@ -19,13 +19,27 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from uniret.config.retrieval import MODES
-from uniret.retrieval.base import Searcher
+from uniret.retrieval.base import QueryBatch, Searcher
 
 log = logging.getLogger("uniret.serving")
 
 # Builds {mode: Searcher} from a bundle folder; raises when the folder is not a usable bundle.
 Loader = Callable[[Path], dict[str, Searcher]]
 PROBE_QID = "probe"
+# pyjnius is not safe for concurrent calls from several Python threads: under 16 clients with a
+# reload in flight we saw `IncompatibleClassChangeError` on Lucene result maps. Every retrieval
+# step (Lucene through pyjnius, plus the cheap faiss/numpy parts of the same searcher) runs under
+# this process-wide lock; query encoding (ONNX Runtime, the costly part) stays outside it.
+RETRIEVAL_LOCK = threading.RLock()
+
+
+def search_one(searcher: Searcher, qid: str, query: str, k: int):
+    """`searcher.search({qid: query}, k)` with the encoding outside RETRIEVAL_LOCK and retrieval inside."""
+    batch = QueryBatch.from_dict({qid: query})
+    if searcher.encoder is not None:
+        batch.encoded = searcher.encoder.encode(batch.texts, is_query=True)
+    with RETRIEVAL_LOCK:
+        return searcher.search_batch(batch, k)
 
 
 class NotReady(RuntimeError):
@@ -68,7 +82,8 @@ def close_searchers(searchers: dict[str, Searcher]) -> None:
         close = getattr(obj, "close", None)
         if callable(close):
             try:
-                close()
+                with RETRIEVAL_LOCK:
+                    close()
             except Exception as exc:  # noqa: BLE001 - a failed close must not break serving
                 log.warning("closing %s failed: %s", type(obj).__name__, exc)
 
@@ -83,7 +98,7 @@ def probe_searchers(searchers: dict[str, Searcher], query: str, k: int) -> None:
         raise BundleLoadError("the bundle offers no retrieval mode")
     for mode, searcher in searchers.items():
         try:
-            run = searcher.search({PROBE_QID: query}, k)
+            run = search_one(searcher, PROBE_QID, query, k)
         except Exception as exc:  # noqa: BLE001 - any failure disqualifies the bundle
             raise BundleLoadError(f"probe query failed in mode {mode!r}: {type(exc).__name__}: {exc}") from exc
         hits = run.get(PROBE_QID)

@@ -87,7 +87,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
     log.info("index: %s checkpoint %s, corpus %s", stage, model_dir, dataset.name)
 
     inputs = {"model": model_dir, "corpus": dataset.corpus_path, "bm25_index": bm25_index}
-    with stage_output(ctx, STAGE, sections=["index", "retrieval", "bm25"], inputs=inputs) as (tmp, manifest):
+    with stage_output(ctx, STAGE, sections=["data", "index", "retrieval", "bm25"], inputs=inputs) as (tmp, manifest):
         bundle = tmp / BUNDLE
         outputs = export_encoders(model, tokenizer, bundle / ONNX_DIR, cfg.export, qlen, dlen)
         tokenizer.save_pretrained(str(bundle / TOKENIZER_DIR))
@@ -98,6 +98,11 @@ def run(ctx: StageContext) -> dict[str, Any]:
         docs = list(dataset.iter_corpus())
         if not docs:
             raise StageFailed(f"index: corpus of {dataset.name!r} is empty")
+        if cfg.corpus_encoder == "torch":
+            from uniret.models.encode import default_device
+
+            model.to(default_device())  # export and parity ran on the CPU; encode on the GPU if any
+            torch_enc = TorchTextEncoder(model, tokenizer, cfg.doc_batch_size, qlen, dlen)
         encoder = onnx_enc if cfg.corpus_encoder == "onnx" else torch_enc
         start = time.perf_counter()
         encoded = encoder.encode([d.contents for d in docs], is_query=False)

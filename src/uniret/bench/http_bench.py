@@ -1,0 +1,34 @@
+"""Serving latency over HTTP: a real `uniret serve` (uvicorn) on 127.0.0.1, N concurrent clients."""
+
+from __future__ import annotations
+
+import logging
+from itertools import cycle, islice
+from pathlib import Path
+
+from uniret.bench.http_client import run_load
+from uniret.bench.server import LOOPBACK, LocalServer
+from uniret.bench.stats import latency_summary
+from uniret.config.serving import HttpBenchConfig
+
+log = logging.getLogger("uniret.bench")
+
+
+def http_latency(bundle_dir: Path, params: Path, profile: str | None, queries: list[str], cfg: HttpBenchConfig,
+                 warmup: int) -> dict:
+    """{clients: latency summary + failures} per concurrency level, against one server process."""
+    texts = list(islice(cycle(queries), max(len(queries), 1)))
+
+    def body(i: int) -> dict:
+        return {"query": texts[i % len(texts)], "mode": cfg.mode, "k": cfg.k}
+
+    out: dict = {"mode": cfg.mode, "k": cfg.k, "host": LOOPBACK, "levels": {}}
+    with LocalServer(["--bundle", str(bundle_dir)], params, profile) as server:
+        server.start(cfg.startup_timeout_s)
+        run_load(LOOPBACK, server.port, 1, body, max(warmup, 1), cfg.max_seconds)  # warm the server's paths
+        for clients in cfg.concurrency:
+            result = run_load(LOOPBACK, server.port, clients, body, cfg.requests_per_level, cfg.max_seconds)
+            summary = latency_summary(result.latencies, result.wall_seconds)
+            out["levels"][str(clients)] = {**summary, "failed": result.failed, "errors": result.errors[:5]}
+            log.info("http %d clients: %s", clients, out["levels"][str(clients)])
+    return out

@@ -1,0 +1,61 @@
+"""Latency, QPS and nDCG of every retrieval mode on the same queries, one query at a time.
+
+Each query is searched alone (batch 1), query encoding included: what a serving request costs.
+BM25 (Lucene) is the reference the other modes are compared with.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from tqdm.auto import tqdm
+
+from uniret.bench.stats import latency_summary
+from uniret.evaluation.metrics import evaluate_run
+from uniret.retrieval.base import Searcher
+from uniret.retrieval.runs import Run
+
+log = logging.getLogger("uniret.bench")
+
+
+def time_queries(search, queries: dict[str, str], warmup: int, desc: str) -> tuple[list[float], Run]:
+    """Call `search({qid: text})` per query after `warmup` untimed calls; (seconds per query, merged run)."""
+    items = list(queries.items())
+    for qid, text in items[:warmup]:
+        search({qid: text})
+    latencies: list[float] = []
+    run: Run = {}
+    for qid, text in tqdm(items, desc=desc, leave=False, disable=None):
+        start = time.perf_counter()
+        out = search({qid: text})
+        latencies.append(time.perf_counter() - start)
+        run.update(out)
+    return latencies, run
+
+
+def effectiveness(run: Run, qrels: dict, eval_k: int) -> float | None:
+    """nDCG@eval_k of `run` over the judged queries it covers (None when none is judged)."""
+    judged = {q: qrels[q] for q in run if q in qrels}
+    if not judged:
+        return None
+    return round(evaluate_run(judged, run, [f"ndcg@{eval_k}"])[1][f"ndcg@{eval_k}"], 4)
+
+
+def bench_modes(searchers: dict[str, Searcher], modes: list[str], queries: dict[str, str], qrels: dict,
+                k: int, eval_k: int, warmup: int) -> dict:
+    """{mode: latency summary + ndcg}, plus each mode's p50 relative to BM25's."""
+    out: dict[str, dict] = {}
+    for mode in modes:
+        if mode not in searchers:
+            out[mode] = {"skipped": "mode not offered by this bundle"}
+            continue
+        searcher = searchers[mode]
+        latencies, run = time_queries(lambda q, s=searcher: s.search(q, k), queries, warmup, f"bench {mode}")
+        out[mode] = {**latency_summary(latencies), f"ndcg@{eval_k}": effectiveness(run, qrels, eval_k)}
+        log.info("mode %s: %s", mode, out[mode])
+    base = out.get("bm25", {}).get("p50_ms")
+    for row in out.values():
+        if base and row.get("p50_ms") is not None:
+            row["p50_vs_bm25"] = round(row["p50_ms"] / base, 3)
+    return out

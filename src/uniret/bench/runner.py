@@ -1,0 +1,168 @@
+"""`uniret bench`: every benchmark section in one run on the same queries, then bench.json/bench.md.
+
+Sections: modes (latency/QPS/nDCG per retrieval mode, BM25 as reference), encoders (torch eager vs
+ONNX Runtime: batch-1 query encoding, corpus docs/s), sizes (bytes per doc), top_n (sparsification
+curve) and http (a real uvicorn on 127.0.0.1 at each concurrency level). A section that cannot run
+(e.g. no torch checkpoint) is recorded with the reason instead of failing the whole run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from itertools import islice
+from pathlib import Path
+
+from uniret.bench.machine import library_versions, machine_info
+from uniret.bench.report import targets, write_results
+from uniret.config.params import Params
+from uniret.config.serving import BenchConfig
+
+log = logging.getLogger("uniret.bench")
+
+SECTIONS = ("modes", "encoders", "sizes", "top_n", "http")
+
+
+def bench_queries(data_root: Path, cfg: BenchConfig) -> tuple[dict[str, str], dict]:
+    """The benchmark queries (first `max_queries` of the split, file order) and their qrels."""
+    from uniret.data.roots import open_dataset
+
+    dataset = open_dataset(data_root, cfg.dataset)
+    queries = dataset.split_queries(cfg.split)
+    if cfg.max_queries is not None:
+        queries = dict(islice(queries.items(), cfg.max_queries))
+    if not queries:
+        raise ValueError(f"{dataset.root}: no queries in split {cfg.split!r}")
+    return queries, dataset.qrels(cfg.split)
+
+
+def _encoders_section(bundle, cfg: BenchConfig, queries: dict[str, str], data_root: Path,
+                      checkpoint: Path | None) -> dict:
+    from uniret.bench.encoders import corpus_encoding, load_torch_encoder, onnx_encoder, query_encoding
+    from uniret.data.roots import open_dataset
+
+    qlen, dlen = bundle.manifest["query_max_length"], bundle.manifest["doc_max_length"]
+    encoders = {"onnx": onnx_encoder(bundle.path, bundle.encoder.tokenizer, cfg.encode_batch_size, qlen, dlen,
+                                     cfg.threads)}
+    out: dict = {}
+    ckpt = checkpoint or Path(bundle.manifest.get("model", {}).get("checkpoint") or "")
+    if checkpoint is None and not str(ckpt):
+        out["torch_skipped"] = "the bundle manifest names no checkpoint; pass --checkpoint"
+    elif not (ckpt / "uniret_model.json").is_file():
+        out["torch_skipped"] = f"{ckpt}: torch checkpoint not found; pass --checkpoint"
+    else:
+        torch_enc = load_torch_encoder(ckpt, cfg.encode_batch_size, qlen, dlen, cfg.threads)
+        encoders = {"torch": torch_enc, **encoders}
+    if "torch_skipped" in out:
+        log.warning("encoders: %s (ONNX figures only)", out["torch_skipped"])
+    dataset = open_dataset(data_root, bundle.manifest.get("train_dataset") or cfg.dataset)
+    docs = [d.contents for d in islice(dataset.iter_corpus(), cfg.encode_docs)]
+    picked = dict(islice(queries.items(), cfg.encode_queries))
+    out["query_batch1"] = query_encoding(encoders, picked, cfg.warmup_queries)
+    out["corpus"] = corpus_encoding(encoders, docs)
+    out["threads"] = cfg.threads
+    return out
+
+
+def _guard(name: str, skip: set[str], fn, *args) -> dict:
+    """Run one section; a failure is recorded (with its reason) rather than losing the other sections."""
+    if name in skip:
+        return {"skipped": "--skip on the command line"}
+    start = time.perf_counter()
+    try:
+        out = fn(*args)
+    except Exception as exc:  # noqa: BLE001 - keep the other sections' figures
+        log.exception("bench section %s failed", name)
+        return {"skipped": f"failed: {type(exc).__name__}: {exc}"}
+    out["section_seconds"] = round(time.perf_counter() - start, 2)
+    return out
+
+
+def run_bench(params: Params, bundle_dir: Path, data_root: Path, out_dir: Path, checkpoint: Path | None = None,
+              skip: set[str] | None = None) -> dict:
+    """Run every section on `bundle_dir`; write bench.json and bench.md into `out_dir`; return the result."""
+    from uniret.bench.http_bench import http_latency
+    from uniret.bench.modes import bench_modes
+    from uniret.bench.sizes import index_sizes
+    from uniret.bench.sparsify import top_n_curve
+    from uniret.retrieval.bundle import open_bundle
+    from uniret.retrieval.modes import build_searchers
+    from uniret.serving.source import bundle_version
+
+    cfg: BenchConfig = params.section("bench")
+    skip = set(skip or ())
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    start = time.perf_counter()
+    queries, qrels = bench_queries(data_root, cfg)
+    bundle = open_bundle(bundle_dir, None, cfg.threads)
+    searchers = build_searchers(bundle.index, bundle.retrieval, bundle.encoder, bundle.bm25, bundle.has_gate)
+    result: dict = {
+        "started_at": started,
+        "machine": machine_info(),
+        "versions": library_versions(),
+        "bundle": {"path": str(bundle_dir), "version": bundle_version(bundle_dir), "docs": len(bundle.index.docids)},
+        "queries": {"dataset": cfg.dataset, "split": cfg.split, "count": len(queries)},
+        "config": {"k": cfg.k, "eval_k": cfg.eval_k, "threads": cfg.threads, "profile": params.profile},
+    }
+    result["modes"] = _guard("modes", skip, bench_modes, searchers, cfg.modes, queries, qrels, cfg.k, cfg.eval_k,
+                             cfg.warmup_queries)
+    result["encoders"] = _guard("encoders", skip, _encoders_section, bundle, cfg, queries, data_root, checkpoint)
+    result["sizes"] = _guard("sizes", skip, index_sizes, bundle_dir)
+    result["top_n"] = _guard("top_n", skip, top_n_curve, bundle, queries, qrels, cfg.top_n, cfg.k, cfg.eval_k,
+                             cfg.warmup_queries, cfg.threads)
+    result["http"] = _guard("http", skip, http_latency, bundle_dir, params.path, params.profile,
+                            list(queries.values()), cfg.http, cfg.warmup_queries)
+    parts = result["sizes"].get("parts", {})
+    for kind, part in (("dense", "dense.faiss"), ("sparse", "impact")):
+        if part in parts:  # top-level keys the promotion gate reads (evaluation.gate.budget_checks)
+            result[f"bytes_per_doc_{kind}"] = parts[part]["bytes_per_doc"]
+    result["targets"] = targets(result)
+    result["seconds"] = round(time.perf_counter() - start, 1)
+    write_results(result, out_dir)
+    return result
+
+
+def default_bundle(params: Params, artifacts: str | None) -> Path:
+    """artifacts/index/bundle when it exists, else the registry's production bundle."""
+    import os
+
+    from uniret.serving.source import BundleSource
+
+    art = Path(artifacts or os.environ.get("UNIRET_ARTIFACTS") or "artifacts")
+    if (art / "index" / "bundle" / "manifest.json").is_file():
+        return art / "index" / "bundle"
+    from uniret.registry.configured import registry_root
+
+    found = BundleSource(registry_root=registry_root(params)).production()
+    if found is None:
+        raise FileNotFoundError(f"{art / 'index' / 'bundle'}: no bundle; run `uniret index` or pass --bundle")
+    return found[0]
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    """CLI entry of `uniret bench`."""
+    from uniret.config import load_params
+    from uniret.config.paths import resolve_path
+    from uniret.data.roots import resolve_data_root
+    from uniret.serving.source import BundleSource
+
+    params = load_params(args.params, args.profile)
+    cfg: BenchConfig = params.section("bench")
+    if args.bundle:
+        bundle = Path(args.bundle)
+    elif args.registry:
+        found = BundleSource(registry_root=Path(args.registry)).production()
+        if found is None:
+            raise FileNotFoundError(f"{args.registry}/production.json: no production bundle")
+        bundle = found[0]
+    else:
+        bundle = default_bundle(params, args.artifacts)
+    data_root = resolve_data_root(args.data, params.section("data").root)
+    out_dir = Path(args.out) if args.out else resolve_path(params, cfg.out_dir)
+    result = run_bench(params, bundle.resolve(), data_root, out_dir,
+                       Path(args.checkpoint) if args.checkpoint else None, set(args.skip))
+    print(f"bench: {out_dir / 'bench.json'} and bench.md written in {result['seconds']} s")
+    for t in result["targets"]:
+        print(f"  {t['target']}: {t['measured']} (target {t['bound']}, met: {t['met']})")
+    return 0

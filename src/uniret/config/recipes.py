@@ -1,0 +1,131 @@
+"""Typed config of the training stages (`training` section): which stages each recipe runs,
+how each stage trains, how negatives are mined, and how trained / zero-shot models are evaluated.
+
+The active recipe is `model.recipe` (one source of truth, shared with the model and losses
+sections); `training.recipes.<name>` says which of the training stages that recipe runs and
+where its negatives come from. A stage outside the list still runs and writes a manifest that
+says "skipped by recipe <name>", so the DAG keeps its shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from uniret.config.models import ModelConfig
+from uniret.config.training import TrainConfig
+
+TRAINING_STAGES = ("warmup", "mine", "reranker", "continual", "distill")
+# modes a trained model can be evaluated in: the retrieval modes, plus CLEAR's BM25 interpolation
+EVAL_MODES = ("dense", "lexical", "uni", "hybrid", "rrf", "exhaustive", "clear")
+
+
+@dataclass
+class RecipePlan:
+    """What one recipe runs: its stages (a subset of TRAINING_STAGES) and where negatives come from."""
+
+    stages: list[str] = field(default_factory=lambda: list(TRAINING_STAGES))
+    # which heads mine hard negatives: dense -> N_den, sparse -> N_lex (UnifieR Eq. 8)
+    mine_channels: list[str] = field(default_factory=lambda: ["dense", "sparse"])
+    # who mines N_lex: the trained model's sparse head, or LED's frozen lexical teacher
+    lexical_miner: Literal["model", "teacher"] = "model"
+    # evaluate: the modes of this recipe's final model, reported as "<recipe>/<mode>"
+    eval_modes: list[str] = field(default_factory=lambda: ["dense", "lexical", "uni", "hybrid"])
+
+    def validate(self) -> None:
+        bad = [s for s in self.stages if s not in TRAINING_STAGES]
+        if bad:
+            raise ValueError(f"stages: unknown stage(s) {bad}; known: {list(TRAINING_STAGES)}")
+        if "warmup" not in self.stages:
+            raise ValueError("stages: every recipe trains a warmup model (later stages start from it)")
+        for later in ("continual", "distill", "reranker"):
+            if later in self.stages and "mine" not in self.stages:
+                raise ValueError(f"stages: {later} trains on mined negatives; add mine")
+        if "distill" in self.stages and "reranker" not in self.stages:
+            raise ValueError("stages: distill needs the reranker teacher; add reranker")
+        bad = [c for c in self.mine_channels if c not in ("dense", "sparse")]
+        if bad or not self.mine_channels:
+            raise ValueError(f"mine_channels: choose from dense, sparse (got {self.mine_channels})")
+        bad = [m for m in self.eval_modes if m not in EVAL_MODES]
+        if bad:
+            raise ValueError(f"eval_modes: unknown mode(s) {bad}; known: {list(EVAL_MODES)}")
+
+
+@dataclass
+class StageTrainingConfig:
+    """One training stage: loop settings, training-group shape and text lengths."""
+
+    train: TrainConfig = field(default_factory=TrainConfig)
+    group_size: int = 4  # documents per query in a batch: the positive + group_size - 1 negatives
+    resume: bool = True  # continue from artifacts/.train/<stage> checkpoints after a crash
+    max_queries: int | None = None  # cap on training queries (None: all)
+
+    def validate(self) -> None:
+        if self.group_size < 2:
+            raise ValueError(f"group_size must be >= 2 (a positive and a negative), got {self.group_size}")
+        if self.max_queries is not None and self.max_queries < 1:
+            raise ValueError(f"max_queries must be >= 1 or null, got {self.max_queries}")
+
+
+@dataclass
+class MineConfig:
+    """Self-mined hard negatives (UnifieR Eq. 8): top-K per head, sampled from a rank window."""
+
+    depth: int = 100  # top-K retrieved per head and query
+    window_start: int = 0  # negatives come from ranks [window_start, window_end) (0-based, positives dropped)
+    window_end: int = 50
+    per_channel: int = 8  # |N_den| and |N_lex| per query
+    # drop a candidate whose score (same head) reaches ratio * the weakest positive's score: a likely
+    # unjudged relevant document (false negative). null keeps every candidate.
+    false_negative_ratio: float | None = None
+    seed: int = 7
+    max_queries: int | None = None  # cap on mined training queries (None: all)
+
+    def validate(self) -> None:
+        if not 0 <= self.window_start < self.window_end <= self.depth:
+            raise ValueError(
+                f"need 0 <= window_start ({self.window_start}) < window_end ({self.window_end}) <= depth ({self.depth})"
+            )
+        if self.per_channel < 1:
+            raise ValueError(f"per_channel must be >= 1, got {self.per_channel}")
+        if self.false_negative_ratio is not None and self.false_negative_ratio <= 0:
+            raise ValueError(f"false_negative_ratio must be > 0 or null, got {self.false_negative_ratio}")
+
+
+@dataclass
+class ModelEvalConfig:
+    """Evaluation of trained heads and of the untrained starting models (in-memory exact search)."""
+
+    # untrained starting points, reported as "zeroshot-<name>/<mode>"
+    zeroshot: dict[str, ModelConfig] = field(default_factory=dict)
+    zeroshot_modes: dict[str, list[str]] = field(default_factory=dict)
+    cache_dir: str = "cache/encoded"  # under the artifacts root: corpus encodings per (model hash, dataset)
+    doc_batch_size: int = 32
+    # CLEAR: docs taken from each of the BM25 and embedding runs before Eq. 5 interpolation
+    clear_depth: int = 1000
+
+    def validate(self) -> None:
+        unknown = sorted(set(self.zeroshot_modes) - set(self.zeroshot))
+        if unknown:
+            raise ValueError(f"zeroshot_modes: {unknown} not defined under zeroshot")
+        if self.doc_batch_size < 1 or self.clear_depth < 1:
+            raise ValueError("doc_batch_size and clear_depth must be >= 1")
+
+
+@dataclass
+class TrainingSection:
+    """The `training` section: recipe plans, one config per training stage, model evaluation."""
+
+    recipes: dict[str, RecipePlan] = field(default_factory=dict)
+    warmup: StageTrainingConfig = field(default_factory=StageTrainingConfig)
+    mine: MineConfig = field(default_factory=MineConfig)
+    reranker: StageTrainingConfig = field(default_factory=StageTrainingConfig)
+    continual: StageTrainingConfig = field(default_factory=StageTrainingConfig)
+    distill: StageTrainingConfig = field(default_factory=StageTrainingConfig)
+    evaluation: ModelEvalConfig = field(default_factory=ModelEvalConfig)
+
+    def plan(self, recipe: str) -> RecipePlan:
+        """The RecipePlan of `recipe`; KeyError names the known ones."""
+        if recipe not in self.recipes:
+            raise KeyError(f"training.recipes: no plan for recipe {recipe!r}; known: {sorted(self.recipes)}")
+        return self.recipes[recipe]

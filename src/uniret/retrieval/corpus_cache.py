@@ -1,0 +1,94 @@
+"""Corpus encodings cached per (model, corpus): an unchanged model is never re-encoding a corpus.
+
+Encoding a corpus dominates the CPU cost of mining and evaluation (STACK.md: minutes per
+thousand documents), so encodings are stored under <artifacts>/<cache_dir>/<key>/ where the key
+hashes the model's identity (checkpoint contents, or the config of an untrained starting model,
+plus the maximum lengths) and the corpus file's contents. The folder is written aside and
+renamed into place, so a crash never leaves a half-written entry. The cache is not a DVC output:
+`dvc repro` leaves it alone, and deleting it only costs time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from uniret.retrieval.encoding import EncodedTexts
+from uniret.utils.files import hash_path, sha256_file
+
+log = logging.getLogger("uniret.retrieval")
+
+META = "meta.json"
+
+
+def model_key(model, checkpoint: Path | None = None) -> str:
+    """Identity of an encoder: its checkpoint folder's contents, else its config (a pretrained start)."""
+    cfg = getattr(model, "model_config", None)
+    config = json.dumps(dataclasses.asdict(cfg), sort_keys=True) if cfg is not None else type(model).__name__
+    weights = hash_path(checkpoint) if checkpoint is not None else "pretrained"
+    return hashlib.sha256(f"{config}|{weights}".encode()).hexdigest()[:24]
+
+
+def cache_entry(root: Path, model_id: str, corpus_path: Path) -> Path:
+    """The cache folder of (model, corpus)."""
+    corpus = sha256_file(corpus_path)
+    return Path(root) / hashlib.sha256(f"{model_id}|{corpus}".encode()).hexdigest()[:24]
+
+
+def _save(folder: Path, docids: list[str], encoded: EncodedTexts, meta: dict) -> None:
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        if encoded.dense is not None:
+            np.save(tmp / "dense.npy", encoded.dense)
+        if encoded.sparse is not None:
+            sp.save_npz(tmp / "sparse.npz", encoded.sparse)
+        (tmp / "docids.json").write_text(json.dumps(docids), encoding="utf-8")
+        (tmp / META).write_text(json.dumps(meta, indent=2), encoding="utf-8")
+        if folder.exists():  # a concurrent writer won: keep theirs
+            shutil.rmtree(tmp, ignore_errors=True)
+            return
+        os.replace(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _load(folder: Path) -> tuple[list[str], EncodedTexts]:
+    docids = json.loads((folder / "docids.json").read_text(encoding="utf-8"))
+    dense = np.load(folder / "dense.npy") if (folder / "dense.npy").is_file() else None
+    sparse = sp.load_npz(folder / "sparse.npz").tocsr() if (folder / "sparse.npz").is_file() else None
+    return docids, EncodedTexts(dense=dense, sparse=sparse)
+
+
+def cached_corpus_encoding(
+    root: Path,
+    model_id: str,
+    corpus_path: Path,
+    docids: list[str],
+    encode: Callable[[], EncodedTexts],
+    label: str = "",
+) -> EncodedTexts:
+    """The encodings of `docids` (in that order): from the cache, else `encode()` and store them."""
+    folder = cache_entry(root, model_id, corpus_path)
+    if (folder / META).is_file():
+        cached_ids, encoded = _load(folder)
+        if cached_ids == list(docids):
+            log.info("corpus encodings of %s from cache %s", label or corpus_path, folder)
+            return encoded
+        log.warning("cache %s holds another document order; re-encoding", folder)
+        shutil.rmtree(folder, ignore_errors=True)
+    encoded = encode()
+    _save(folder, list(docids), encoded, {"model": model_id, "corpus": str(corpus_path), "label": label,
+                                          "num_docs": len(docids)})
+    return encoded

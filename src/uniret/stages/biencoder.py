@@ -1,0 +1,90 @@
+"""One bi-encoder training stage (warmup, continual, distill), driven by the active recipe.
+
+The three stages differ only in where they start (a fresh model or an earlier stage's checkpoint),
+which negatives they read (BM25's or the mine stage's) and their objective
+(`losses.recipes.<recipe>.<stage>`); the teachers the objective needs (reranker, lexical, BM25
+scores) are loaded from what the terms ask for.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from uniret.retrieval.runs import read_run
+from uniret.stages.recipe_stage import (
+    active_recipe,
+    corpus_texts,
+    latest_model_dir,
+    negatives_file,
+    read_records,
+    train_and_save,
+    write_skipped,
+)
+from uniret.stages.runtime import StageContext
+
+log = logging.getLogger("uniret.stages")
+
+BM25_TRAIN_RUN = "train_run.trec"  # artifacts/bm25/: BM25 top-N of the training queries
+
+
+def run_biencoder_stage(
+    ctx: StageContext, stage: str, start_from: tuple[str, ...], negatives_from: str
+) -> dict[str, Any]:
+    """Train the active recipe's model for `stage`; see the module doc.
+
+    start_from: earlier stages whose model to continue from (first found); () builds a fresh one.
+    negatives_from: "bm25" or "mine".
+    """
+    import torch
+
+    from uniret.losses.compose import build_composite, needs
+    from uniret.models.factory import build_model, load_model
+    from uniret.stages.teachers import lexical_teacher_model, reranker_model, reranker_path
+    from uniret.training.batches import batches_for
+    from uniret.training.examples import GroupCollator, build_examples
+    from uniret.training.objectives import lexical_teacher, make_compute_loss, reranker_teacher
+
+    recipe = active_recipe(ctx)
+    if not recipe.runs(stage):
+        return write_skipped(ctx, stage, recipe.name)
+    cfg = getattr(recipe.training, stage)
+    terms = ctx.params.section("losses").terms(recipe.name, stage)
+    torch.manual_seed(cfg.train.seed)
+    inputs = {}
+    if start_from:
+        source, path = latest_model_dir(ctx, start_from)
+        model, _ = load_model(path)
+        inputs["start_model"] = path
+        log.info("%s: continuing from the %s model %s", stage, source, path)
+    else:
+        model = build_model(recipe.model.model)
+    model.train()
+    mcfg = model.model_config
+
+    negatives = negatives_file(ctx, negatives_from)
+    inputs["negatives"] = negatives
+    corpus = corpus_texts(ctx)
+    examples = build_examples(
+        read_records(negatives), cfg.group_size, list(corpus), cfg.train.seed, cfg.max_queries
+    )
+    wanted = needs(terms)
+    teachers, collate_extra = {}, {}
+    if "reranker" in wanted:
+        teachers["reranker"] = reranker_teacher(reranker_model(ctx), cfg.train.batch_size * cfg.group_size)
+        inputs["reranker"] = reranker_path(ctx)
+    if "lexical" in wanted:
+        teacher = lexical_teacher_model(ctx, recipe.model)
+        teachers["lexical"] = lexical_teacher(teacher.model)
+        collate_extra.update(teacher_tokenizer=teacher.tokenizer, teacher_lengths=teacher.lengths)
+    if "bm25" in wanted:
+        run_path = ctx.require("bm25") / BM25_TRAIN_RUN
+        collate_extra["bm25_run"] = read_run(run_path)
+        inputs["bm25_run"] = run_path
+    collate = GroupCollator(model.tokenizer, corpus, mcfg.query_max_length, mcfg.doc_max_length, **collate_extra)
+    log.info("%s (%s): %d examples of %d docs, terms %s", stage, recipe.name, len(examples), cfg.group_size,
+             ", ".join(terms))
+    data = batches_for(examples, collate, cfg.train)
+    compute_loss = make_compute_loss(build_composite(terms), teachers)
+    extra = {"examples": len(examples), "negatives_from": negatives_from, "terms": sorted(terms)}
+    return train_and_save(ctx, stage, model, data, compute_loss, cfg, recipe.name, inputs, extra)

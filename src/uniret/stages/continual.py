@@ -1,0 +1,19 @@
+"""Stage continual: continue the warm-up model on the self-mined negatives N_den U N_lex.
+
+UnifieR (3.3): contrastive on both modules + the agreement KL between them (Eq. 9) + FLOPS;
+LED: lexicon-augmented contrastive + pair-wise rank consistency with the frozen lexical teacher
+(Eq. 11); Aggretriever: its warm-up objective on self-mined negatives. The objective is
+`losses.recipes.<recipe>.continual`. Writes artifacts/continual/{model/, metrics/, manifest.json}.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from uniret.stages.biencoder import run_biencoder_stage
+from uniret.stages.runtime import StageContext
+
+
+def run(ctx: StageContext) -> dict[str, Any]:
+    """Train the continual stage (see module doc); returns the manifest metrics."""
+    return run_biencoder_stage(ctx, "continual", start_from=("warmup",), negatives_from="mine")

@@ -1,0 +1,144 @@
+"""Stage mine: self-mined hard negatives N_den and N_lex (UnifieR Eq. 8; LED's N_mix).
+
+Encodes the training corpus and queries with the warm-up model (uniret.retrieval.encoding; corpus
+encodings cached per model and corpus), retrieves the top `training.mine.depth` per head (dense:
+exact faiss inner product; lexical: exact sparse products over quantized impacts, as the impact
+index scores) and samples `per_channel` negatives per head from the rank window (positives
+excluded). LED mines N_lex with its frozen lexical teacher (recipe plan `lexical_miner: teacher`).
+Outputs artifacts/mine/:
+  negatives.jsonl        N_den U N_lex per query (the format of bm25's negatives.jsonl)
+  <channel>.jsonl        each head's negatives alone (dense.jsonl, sparse.jsonl)
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from uniret.data.negatives import NegativesRecord, write_negatives
+from uniret.retrieval.runs import Run
+from uniret.stages.recipe_stage import (
+    NEGATIVES,
+    SECTIONS,
+    active_recipe,
+    model_dir,
+    negatives_file,
+    read_records,
+    write_skipped,
+)
+from uniret.stages.runtime import StageContext, stage_output
+from uniret.training.mining import merge_negatives, positive_recall, sample_window
+
+log = logging.getLogger("uniret.stages")
+
+STAGE = "mine"
+
+
+def _miners(ctx: StageContext, recipe, warmup_dir: Path) -> dict[str, tuple[Any, Any, Path | None]]:
+    """{channel: (encoder model, tokenizer, checkpoint or None)} of each mining head."""
+    from uniret.models.factory import load_model
+    from uniret.stages.teachers import lexical_teacher_model
+
+    model, tokenizer = load_model(warmup_dir)
+    miners = {}
+    for channel in recipe.plan.mine_channels:
+        if channel == "sparse" and recipe.plan.lexical_miner == "teacher":
+            teacher = lexical_teacher_model(ctx, recipe.model)
+            miners[channel] = (teacher.inner, teacher.tokenizer, teacher.checkpoint)
+        elif channel in model.channels:
+            miners[channel] = (model, tokenizer, warmup_dir)
+        else:
+            raise ValueError(
+                f"mine: recipe {recipe.name!r} mines with the {channel} head but its model has only "
+                f"{list(model.channels)}; fix training.recipes.{recipe.name}.mine_channels or lexical_miner"
+            )
+    return miners
+
+
+def _rank(ctx: StageContext, channel: str, model, tokenizer, checkpoint, docs, queries, depth: int):
+    """(run of the top `depth`, {qid: weakest positive score} helper inputs) of one head."""
+    from uniret.config.retrieval import DenseIndexConfig
+    from uniret.retrieval.corpus_cache import cached_corpus_encoding, model_key
+    from uniret.retrieval.dense import build_faiss_index
+    from uniret.retrieval.encoding import TorchTextEncoder
+    from uniret.retrieval.lexical import MemoryImpactIndex
+
+    rcfg = ctx.params.section("retrieval")
+    training = ctx.params.section("training")
+    cfg = model.model_config
+    encoder = TorchTextEncoder(model, tokenizer, ctx.params.section("model").encode_batch_size,
+                               cfg.query_max_length, cfg.doc_max_length)
+    docids, texts, corpus_path = docs
+    doc_enc = cached_corpus_encoding(
+        ctx.artifacts / training.evaluation.cache_dir, model_key(model, checkpoint), corpus_path, docids,
+        lambda: encoder.encode(texts, is_query=False), label=f"mine/{channel}",
+    )
+    qids = list(queries)
+    q_enc = encoder.encode([queries[q] for q in qids], is_query=True)
+    if channel == "dense":
+        index = build_faiss_index(doc_enc.dense, DenseIndexConfig(type="flat", use_gpu=False))  # exact
+        scores, idx = index.search(np.ascontiguousarray(q_enc.dense, dtype=np.float32), min(depth, len(docids)))
+        run: Run = {q: {docids[j]: float(s) for j, s in zip(row_i, row_s, strict=True) if j >= 0}
+                    for q, row_i, row_s in zip(qids, idx, scores, strict=True)}
+        exact = lambda i, rows: q_enc.dense[i] @ doc_enc.dense[rows].T  # noqa: E731
+    else:
+        impacts = MemoryImpactIndex(docids, doc_enc.sparse, rcfg.lexical.quant, rcfg.lexical.top_n)
+        run = impacts.top_k(qids, q_enc.sparse, depth)
+        exact = lambda i, rows: impacts.scores(q_enc.sparse[i]).toarray()[0][rows]  # noqa: E731
+    return run, qids, exact
+
+
+def run(ctx: StageContext) -> dict[str, Any]:
+    """Mine N_den / N_lex with the warm-up model (see module doc); returns the manifest metrics."""
+    recipe = active_recipe(ctx)
+    if not recipe.runs(STAGE):
+        return write_skipped(ctx, STAGE, recipe.name)
+    cfg = recipe.training.mine
+    data = ctx.params.section("data")
+    bm25_negatives = negatives_file(ctx, "bm25")
+    records = read_records(bm25_negatives)
+    if cfg.max_queries is not None:
+        records = sorted(records, key=lambda r: r.query_id)[: cfg.max_queries]
+    dataset = ctx.dataset(data.train_dataset)
+    corpus = list(dataset.iter_corpus())
+    docids = [d.id for d in corpus]
+    row = {d: i for i, d in enumerate(docids)}
+    docs = (docids, [d.contents for d in corpus], dataset.corpus_path)
+    queries = {r.query_id: r.query for r in records}
+    positives = {r.query_id: [p for p in r.positives if p in row] for r in records}
+    warmup = model_dir(ctx, "warmup")
+
+    mined: dict[str, dict[str, list[str]]] = {}
+    metrics: dict[str, Any] = {"queries": len(records), "window": [cfg.window_start, cfg.window_end]}
+    for channel, (model, tokenizer, checkpoint) in _miners(ctx, recipe, warmup).items():
+        ranking, qids, exact = _rank(ctx, channel, model, tokenizer, checkpoint, docs, queries, cfg.depth)
+        floors = None
+        if cfg.false_negative_ratio is not None:
+            floors = {q: float(np.min(exact(i, [row[p] for p in positives[q]])))
+                      for i, q in enumerate(qids) if positives[q]}
+        mined[channel] = sample_window(ranking, positives, (cfg.window_start, cfg.window_end), cfg.per_channel,
+                                       cfg.seed, channel, floors, cfg.false_negative_ratio)
+        metrics[f"{channel}_positive_recall@{cfg.depth}"] = round(positive_recall(ranking, positives), 4)
+        metrics[f"{channel}_negatives_per_query"] = round(
+            float(np.mean([len(v) for v in mined[channel].values()])) if mined[channel] else 0.0, 3)
+
+    def records_of(channels: list[str]) -> list[NegativesRecord]:
+        return [NegativesRecord(r.query_id, r.query, r.positives,
+                                merge_negatives(*(mined[c][r.query_id] for c in channels))) for r in records]
+
+    union = records_of(list(mined))
+    if len(mined) == 2:
+        overlap = [len(set(mined["dense"][q]) & set(mined["sparse"][q])) for q in queries]
+        metrics["dense_sparse_overlap_per_query"] = round(float(np.mean(overlap)) if overlap else 0.0, 3)
+    metrics["negatives_per_query"] = round(float(np.mean([len(r.negatives) for r in union])) if union else 0.0, 3)
+    with stage_output(ctx, STAGE, sections=SECTIONS + ["retrieval"],
+                      inputs={"warmup_model": warmup, "bm25_negatives": bm25_negatives}) as (out, manifest):
+        write_negatives(out / NEGATIVES, union)
+        for channel in mined:
+            write_negatives(out / f"{channel}.jsonl", records_of([channel]))
+        manifest.update(recipe=recipe.name, skipped=False, metrics=metrics)
+    log.info("mine (%s): %s", recipe.name, metrics)
+    return metrics

@@ -1,0 +1,95 @@
+"""A recipe's objective for one stage -> the `compute_loss(model, batch, step)` the loop calls.
+
+The loss terms come from params `losses.recipes.<recipe>.<stage>` (uniret.losses.compose); the
+external scores they need (a cross-encoder's, LED's lexical teacher's, BM25's) are computed here
+per batch, without gradient. Logs carry every term and the sparsity monitors
+active_terms_q / active_terms_d (mean non-zero terms of the sparse vectors) when the model has a
+sparse head.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from uniret.losses.base import LossInputs
+from uniret.losses.compose import CompositeLoss
+from uniret.models.base import Encoded
+from uniret.models.led import teacher_group_scores
+
+# batch -> [Q, G] scores of a teacher over each query's group
+TeacherFn = Callable[[dict[str, Any]], torch.Tensor]
+
+
+def active_terms(enc: Encoded) -> float | None:
+    """Mean number of non-zero sparse weights per row, or None for a dense-only model."""
+    if enc.sparse is None:
+        return None
+    return float((enc.sparse.detach() > 0).sum(dim=1).float().mean())
+
+
+def reranker_teacher(reranker: torch.nn.Module, batch_size: int) -> TeacherFn:
+    """Scores of a (frozen) cross-encoder on the batch's (query, document) texts."""
+
+    def scores(batch: dict[str, Any]) -> torch.Tensor:
+        group = batch["group_size"]
+        pairs = [(q, d) for i, q in enumerate(batch["query_text"]) for d in batch["doc_text"][i * group : (i + 1) * group]]
+        values = reranker.score(pairs, batch_size=batch_size)
+        return torch.as_tensor(values).view(len(batch["query_text"]), group)
+
+    return scores
+
+
+def lexical_teacher(teacher: torch.nn.Module) -> TeacherFn:
+    """Sparse-channel scores of LED's frozen lexical teacher (its own tokenization when present)."""
+
+    def scores(batch: dict[str, Any]) -> torch.Tensor:
+        q = batch.get("teacher_query", batch["query"])
+        d = batch.get("teacher_docs", batch["docs"])
+        device = next(teacher.parameters()).device
+        q = {k: v.to(device) for k, v in q.items()}
+        d = {k: v.to(device) for k, v in d.items()}
+        return teacher_group_scores(teacher, q, d, batch["group_size"])
+
+    return scores
+
+
+def make_compute_loss(loss: CompositeLoss, teachers: Mapping[str, TeacherFn] | None = None):
+    """compute_loss(model, batch, step) for a bi-encoder trained with `loss` (see module doc)."""
+    teachers = dict(teachers or {})
+
+    def compute_loss(model: torch.nn.Module, batch: dict[str, Any], step: int) -> tuple[torch.Tensor, dict[str, float]]:
+        query = model(batch["query"]["input_ids"], batch["query"]["attention_mask"], is_query=True)
+        docs = model(batch["docs"]["input_ids"], batch["docs"]["attention_mask"], is_query=False)
+        device = (query.dense if query.dense is not None else query.sparse).device
+        with torch.no_grad():
+            scores = {name: fn(batch).to(device) for name, fn in teachers.items()}
+        inputs = LossInputs(
+            query=query,
+            docs=docs,
+            group_size=batch["group_size"],
+            teachers=scores,
+            bm25_scores=batch.get("bm25"),
+            dense_parts=getattr(model, "dense_parts", {}),
+            step=step,
+        )
+        total, logs = loss(inputs)
+        for name, enc in (("active_terms_q", query), ("active_terms_d", docs)):
+            value = active_terms(enc)
+            if value is not None:
+                logs[name] = value
+        return total, logs
+
+    return compute_loss
+
+
+def listwise_ce_loss(model: torch.nn.Module, batch: dict[str, Any], step: int) -> tuple[torch.Tensor, dict[str, float]]:
+    """Cross-encoder listwise softmax cross-entropy: the positive (column 0) against its group."""
+    scores = model(**batch["pairs"]).view(-1, batch["group_size"])
+    target = torch.zeros(scores.shape[0], dtype=torch.long, device=scores.device)
+    loss = F.cross_entropy(scores, target)
+    accuracy = float((scores.argmax(dim=1) == 0).float().mean())
+    return loss, {"listwise_ce": float(loss.detach()), "top1_accuracy": accuracy}

@@ -1,0 +1,92 @@
+"""`uniret bench` on the tiny real bundle: one run writes bench.json and bench.md with every
+section measured (values are measurements; no speed target is asserted)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from uniret.cli import main
+
+SECTIONS = ("modes", "encoders", "sizes", "top_n", "http")
+
+
+@pytest.fixture(scope="module")
+def bench_out(tiny_bundle, shared_data, repo_root, tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    code = main(["bench", "--params", str(repo_root / "params.yaml"), "--profile", "tiny", "--data", str(shared_data),
+                 "--bundle", str(tiny_bundle), "--out", str(out)])
+    assert code == 0
+    return json.loads((out / "bench.json").read_text()), (out / "bench.md").read_text()
+
+
+@pytest.mark.slow
+def test_every_section_is_measured(bench_out):
+    result, _ = bench_out
+    for name in SECTIONS:
+        assert "skipped" not in result[name], (name, result[name].get("skipped"))
+    assert result["machine"]["cpu_cores"] >= 1 and result["machine"]["cpu_model"]
+    assert {"torch", "onnxruntime", "faiss-cpu", "pyserini"} <= set(result["versions"])
+    assert result["queries"] == {"dataset": "scifact", "split": "test", "count": 12}
+
+
+@pytest.mark.slow
+def test_modes_section_has_latency_and_ndcg_for_every_mode(bench_out):
+    modes = bench_out[0]["modes"]
+    assert set(modes) == {"bm25", "dense", "lexical", "uni", "hybrid", "rrf", "section_seconds"}
+    for mode, row in modes.items():
+        if mode == "section_seconds":
+            continue
+        assert row["n"] == 12
+        assert 0 < row["p50_ms"] <= row["p95_ms"] <= row["p99_ms"]
+        assert row["qps"] > 0 and 0.0 <= row["ndcg@10"] <= 1.0
+    assert modes["bm25"]["p50_vs_bm25"] == 1.0
+
+
+@pytest.mark.slow
+def test_encoder_and_size_sections(bench_out):
+    result, _ = bench_out
+    enc = result["encoders"]
+    for name in ("torch", "onnx"):
+        assert enc["query_batch1"][name]["n"] == 10 and enc["query_batch1"][name]["p50_ms"] > 0
+        assert enc["corpus"][name]["docs"] == 32 and enc["corpus"][name]["docs_per_s"] > 0
+    assert enc["query_batch1"]["onnx_speedup_p50"] > 0
+    sizes = result["sizes"]
+    docids = json.loads((Path(result["bundle"]["path"]) / "docids.json").read_text())
+    assert sizes["docs"] == len(docids)
+    assert sizes["parts"]["dense.faiss"]["bytes_per_doc"] >= 4 * 128  # float32 vectors of the 128-d model
+    assert sizes["parts"]["impact"]["bytes_per_doc"] > 0
+    assert result["bytes_per_doc_dense"] == sizes["parts"]["dense.faiss"]["bytes_per_doc"]
+
+
+@pytest.mark.slow
+def test_top_n_curve_keeps_at_most_n_terms(bench_out):
+    rows = bench_out[0]["top_n"]["rows"]
+    assert [r["top_n"] for r in rows] == [4, 16, "all"]
+    assert rows[0]["mean_active_terms_doc"] <= 4 and rows[1]["mean_active_terms_doc"] <= 16
+    terms = [r["mean_active_terms_doc"] for r in rows]
+    assert terms == sorted(terms) and terms[-1] > terms[0]
+    for r in rows:
+        for mode in ("lexical", "uni"):
+            assert r[mode]["qps"] > 0 and 0.0 <= r[mode]["ndcg@10"] <= 1.0
+
+
+@pytest.mark.slow
+def test_http_section_served_every_level_without_failures(bench_out):
+    http = bench_out[0]["http"]
+    assert http["host"] == "127.0.0.1" and set(http["levels"]) == {"1", "16"}
+    for row in http["levels"].values():
+        assert row["failed"] == 0 and 0 < row["n"] <= 48 and row["p95_ms"] > 0
+
+
+@pytest.mark.slow
+def test_markdown_report_has_every_section_and_the_targets(bench_out):
+    result, md = bench_out
+    for header in ("## Targets", "## Retrieval modes", "## Encoders", "## Index sizes", "## Top-N sparsification",
+                   "## Serving over HTTP"):
+        assert header in md
+    assert result["machine"]["cpu_model"] in md
+    assert [t["bound"] for t in result["targets"]] == ["<= 1.1", ">= 2.0", "< 50.0"]
+    assert all(t["measured"] is not None for t in result["targets"])

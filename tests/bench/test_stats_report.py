@@ -1,0 +1,45 @@
+"""Pure parts of the benchmarks: latency percentiles and the targets table."""
+
+from __future__ import annotations
+
+import pytest
+
+from uniret.bench.report import render_markdown, targets
+from uniret.bench.stats import latency_summary
+
+
+def test_latency_summary_percentiles_and_qps():
+    s = latency_summary([0.001 * i for i in range(1, 101)])  # 1..100 ms
+    assert s["n"] == 100
+    assert s["p50_ms"] == pytest.approx(50.5)
+    assert s["p95_ms"] == pytest.approx(95.05)
+    assert s["p99_ms"] == pytest.approx(99.01)
+    assert s["qps"] == pytest.approx(100 / 5.05, rel=1e-3)  # sequential: count / total time
+    assert latency_summary([0.01, 0.01], wall_seconds=0.01)["qps"] == 200.0  # concurrent: count / wall
+    assert latency_summary([])["p50_ms"] is None
+
+
+def test_targets_compare_measurements_with_bounds():
+    result = {
+        "modes": {"bm25": {"p50_vs_bm25": 1.0}, "uni": {"p50_vs_bm25": 1.3}},
+        "encoders": {"query_batch1": {"onnx_speedup_p50": 2.4}},
+        "http": {"levels": {"1": {"p95_ms": 10.0}, "16": {"p95_ms": 70.0}}},
+    }
+    got = {t["target"].split(" ")[0]: (t["measured"], t["met"]) for t in targets(result)}
+    assert got == {"uni": (1.3, False), "ONNX": (2.4, True), "serving": (70.0, False)}
+    missing = targets({"modes": {}, "encoders": {}, "http": {"skipped": "x"}})
+    assert [t["met"] for t in missing] == [None, None, None]
+
+
+def test_markdown_names_skipped_sections():
+    result = {
+        "machine": {"cpu_model": "cpu X", "cpu_cores": 2, "cpu_cores_usable": 2, "memory_gb": 1.0, "os": "Linux",
+                    "python": "3.11"},
+        "versions": {"uniret": "0"}, "bundle": {"path": "b", "version": "v", "docs": 3},
+        "queries": {"dataset": "d", "split": "test", "count": 2}, "started_at": "t", "seconds": 1.0,
+        "modes": {"skipped": "--skip"}, "encoders": {"skipped": "failed: boom"}, "sizes": {"skipped": "--skip"},
+        "top_n": {"skipped": "--skip"}, "http": {"skipped": "--skip"},
+    }
+    result["targets"] = targets(result)
+    md = render_markdown(result)
+    assert "skipped: failed: boom" in md and md.count("skipped: --skip") == 4 and "cpu X" in md
