@@ -38,6 +38,7 @@ COMMAND_MODULES = [
     "uniret.commands.pipeline_cmd",
     "uniret.commands.serve_cmd",
     "uniret.commands.bench_cmd",
+    "uniret.commands.recipes_cmd",
 ]
 
 

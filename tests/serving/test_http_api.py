@@ -99,6 +99,11 @@ def test_admin_reload_needs_the_right_bearer_token(served):
     assert status == 403 and "invalid admin token" in reply["detail"]
     status, reply = post_json(*served.addr, "/admin/reload", headers={"Authorization": "Basic abc"})
     assert status == 401
+    # authentication comes before body validation
+    status, reply = post_json(*served.addr, "/admin/reload", raw=b"{not json")
+    assert status == 401
+    status, reply = post_json(*served.addr, "/admin/reload", {"bundel": "typo"}, served.auth)
+    assert status == 422 and "bundel" in reply["detail"]
 
 
 def test_admin_reload_for_another_version_than_production_is_409(served):

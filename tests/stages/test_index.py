@@ -55,6 +55,7 @@ def built(tmp_path_factory, shared_data, repo_root):
     bm25.run(ctx)
     model = build_model(ModelConfig(arch="unifier", backbone="splade-tiny", query_max_length=32, doc_max_length=128))
     save_model(model, ctx.stage_dir("warmup") / "model")
+    atomic_write_json(ctx.stage_dir("warmup") / MANIFEST, {"stage": "warmup", "fixture": True})
     metrics = index_stage.run(ctx)
     return ctx, metrics
 
@@ -125,6 +126,12 @@ def test_load_searchers_and_the_evaluate_run_source(built):
         assert set(runs[system]["nfcorpus"]) == set(nf_queries)
     assert "bundle Lucene impact index" in source.provenance["scifact"]["lexical"]
     assert "in-memory" in source.provenance["nfcorpus"]["lexical"]
+    # the ONNX encodings of the zero-shot corpus are cached for the next evaluate run
+    cache = ctx.artifacts / ctx.params.section("training").evaluation.cache_dir
+    labels = [json.loads(p.read_text()).get("label") for p in cache.glob("*/meta.json")]
+    assert "bundle/nfcorpus" in labels
+    again = BundleSource().runs(ctx)
+    assert again["uni"]["nfcorpus"] == runs["uni"]["nfcorpus"]
 
 
 def test_find_checkpoint_prefers_the_most_trained_stage(tiny_ctx):
@@ -143,10 +150,13 @@ def test_index_without_checkpoint_fails_and_writes_nothing(tiny_ctx):
 
 
 @pytest.mark.slow
-def test_evaluate_stage_scores_every_bundle_mode(built):
+def test_evaluate_stage_scores_every_bundle_mode(built, monkeypatch):
+    from uniret.evaluation import sources
     from uniret.stages import evaluate
 
     ctx, _ = built
+    # only the sources this test is about (the torch-model sources re-encode every corpus)
+    monkeypatch.setattr(evaluate, "RUN_SOURCES", {k: sources.RUN_SOURCES[k] for k in ("bm25", "bundle")})
     evaluate.run(ctx)
     doc = json.loads((ctx.stage_dir("evaluate") / "metrics.json").read_text())
     modes = [m for m in ctx.params.section("retrieval").modes if m != "bm25"]

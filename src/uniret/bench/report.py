@@ -66,7 +66,7 @@ def render_markdown(result: dict) -> str:
                 [[t["target"], t["measured"], t["bound"], t["met"]] for t in result["targets"]]),
     ]
     modes = result.get("modes") or {}
-    eval_key = next((k for r in modes.values() for k in r if k.startswith("ndcg@")), "ndcg@10")
+    eval_key = next((k for r in modes.values() if isinstance(r, dict) for k in r if k.startswith("ndcg@")), "ndcg@10")
     lines += ["", "## Retrieval modes (batch 1, query encoding included)", ""]
     if _skipped(modes):
         lines.append(f"skipped: {_skipped(modes)}")

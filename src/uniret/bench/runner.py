@@ -65,18 +65,19 @@ def _encoders_section(bundle, cfg: BenchConfig, queries: dict[str, str], data_ro
     return out
 
 
-def _guard(name: str, skip: set[str], fn, *args) -> dict:
-    """Run one section; a failure is recorded (with its reason) rather than losing the other sections."""
+def _guard(result: dict, name: str, skip: set[str], fn, *args) -> None:
+    """Run one section into result[name]; a failure is recorded (with its reason) rather than
+    losing the other sections. Its duration goes to result["section_seconds"][name]."""
     if name in skip:
-        return {"skipped": "--skip on the command line"}
+        result[name] = {"skipped": "--skip on the command line"}
+        return
     start = time.perf_counter()
     try:
-        out = fn(*args)
+        result[name] = fn(*args)
     except Exception as exc:  # noqa: BLE001 - keep the other sections' figures
         log.exception("bench section %s failed", name)
-        return {"skipped": f"failed: {type(exc).__name__}: {exc}"}
-    out["section_seconds"] = round(time.perf_counter() - start, 2)
-    return out
+        result[name] = {"skipped": f"failed: {type(exc).__name__}: {exc}"}
+    result.setdefault("section_seconds", {})[name] = round(time.perf_counter() - start, 2)
 
 
 def run_bench(params: Params, bundle_dir: Path, data_root: Path, out_dir: Path, checkpoint: Path | None = None,
@@ -105,14 +106,14 @@ def run_bench(params: Params, bundle_dir: Path, data_root: Path, out_dir: Path, 
         "queries": {"dataset": cfg.dataset, "split": cfg.split, "count": len(queries)},
         "config": {"k": cfg.k, "eval_k": cfg.eval_k, "threads": cfg.threads, "profile": params.profile},
     }
-    result["modes"] = _guard("modes", skip, bench_modes, searchers, cfg.modes, queries, qrels, cfg.k, cfg.eval_k,
-                             cfg.warmup_queries)
-    result["encoders"] = _guard("encoders", skip, _encoders_section, bundle, cfg, queries, data_root, checkpoint)
-    result["sizes"] = _guard("sizes", skip, index_sizes, bundle_dir)
-    result["top_n"] = _guard("top_n", skip, top_n_curve, bundle, queries, qrels, cfg.top_n, cfg.k, cfg.eval_k,
-                             cfg.warmup_queries, cfg.threads)
-    result["http"] = _guard("http", skip, http_latency, bundle_dir, params.path, params.profile,
-                            list(queries.values()), cfg.http, cfg.warmup_queries)
+    _guard(result, "modes", skip, bench_modes, searchers, cfg.modes, queries, qrels, cfg.k, cfg.eval_k,
+           cfg.warmup_queries)
+    _guard(result, "encoders", skip, _encoders_section, bundle, cfg, queries, data_root, checkpoint)
+    _guard(result, "sizes", skip, index_sizes, bundle_dir)
+    _guard(result, "top_n", skip, top_n_curve, bundle, queries, qrels, cfg.top_n, cfg.k, cfg.eval_k,
+           cfg.warmup_queries, cfg.threads)
+    _guard(result, "http", skip, http_latency, bundle_dir, params.path, params.profile, list(queries.values()),
+           cfg.http, cfg.warmup_queries)
     parts = result["sizes"].get("parts", {})
     for kind, part in (("dense", "dense.faiss"), ("sparse", "impact")):
         if part in parts:  # top-level keys the promotion gate reads (evaluation.gate.budget_checks)

@@ -37,7 +37,7 @@ class LocalServer:
                  env: dict[str, str] | None = None, extra_args: list[str] | None = None):
         self.port = free_port()
         self.base_url = f"http://{LOOPBACK}:{self.port}"
-        self.cmd = [sys.executable, "-m", "uniret", "serve", "--params", str(params), "--host", LOOPBACK,
+        self.cmd = [sys.executable, "-m", "uniret", "serve", "--params", str(Path(params).resolve()), "--host", LOOPBACK,
                     "--port", str(self.port), *source_args, *(extra_args or [])]
         if profile:
             self.cmd += ["--profile", profile]

@@ -3,8 +3,8 @@
 Where each run comes from (recorded in `provenance` and in the evaluate log):
 - the bundle's own corpus (data.train_dataset): the bundle's faiss index, Lucene impact index and
   BM25 index, queries encoded by the bundle's ONNX query encoder: exactly what serving runs;
-- any other eval dataset: its corpus encoded by the bundle's ONNX document encoder into
-  in-memory structures (faiss per retrieval.dense, exact sparse products with the same
+- any other eval dataset: its corpus encoded by the bundle's ONNX document encoder (cached per
+  exported graph and corpus, uniret.retrieval.corpus_cache) into in-memory structures (faiss per retrieval.dense, exact sparse products with the same
   quantization as the Lucene impact index), queries by the ONNX query encoder; BM25 there
   uses that dataset's index from the bm25 stage.
 Systems are named after their mode ("dense", "lexical", "uni", "hybrid", ...). The bundle's
@@ -13,11 +13,13 @@ Systems are named after their mode ("dense", "lexical", "uni", "hybrid", ...). T
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from pathlib import Path
 
 from uniret.evaluation.sources import Runs, SourceUnavailable, eval_datasets
 from uniret.stages.runtime import StageContext
+from uniret.utils.files import hash_path
 
 log = logging.getLogger("uniret.evaluation")
 
@@ -47,12 +49,19 @@ class BundleSource:
 
     def runs(self, ctx: StageContext) -> Runs:
         from uniret.retrieval.base import encode_queries
-        from uniret.retrieval.bundle import open_bundle
+        from uniret.retrieval.bundle import ONNX_DIR, open_bundle
+        from uniret.retrieval.corpus_cache import cached_corpus_encoding
         from uniret.retrieval.modes import build_searchers, memory_corpus_index
 
         cfg = ctx.params.section("retrieval")
         data = ctx.params.section("data")
         bundle = open_bundle(self._bundle_dir(ctx), cfg)
+        # ONNX encodings of the other corpora are cached beside the torch ones of the model sources,
+        # keyed by the exported graphs: a new bundle re-encodes, a re-run of evaluate does not.
+        cache_root = ctx.artifacts / ctx.params.section("training").evaluation.cache_dir
+        model_id = "onnx-" + hashlib.sha256(
+            f"{hash_path(bundle.path / ONNX_DIR)}|{bundle.manifest['doc_max_length']}".encode()
+        ).hexdigest()[:24]
         modes = [m for m in cfg.modes if m not in SKIPPED_MODES]
         runs: Runs = {}
         for name in eval_datasets(ctx):
@@ -61,10 +70,14 @@ class BundleSource:
                 index = bundle.index
             else:
                 docs = list(dataset.iter_corpus())
-                log.info("bundle source: encoding %s (%d docs) with the ONNX doc encoder", name, len(docs))
-                encoded = bundle.encoder.encode([d.contents for d in docs], is_query=False)
+                docids = [d.id for d in docs]
+                encoded = cached_corpus_encoding(
+                    cache_root, model_id, dataset.corpus_path, docids,
+                    lambda docs=docs: bundle.encoder.encode([d.contents for d in docs], is_query=False),
+                    label=f"bundle/{name}",
+                )
                 bm25_dir = ctx.stage_dir("bm25") / BM25_INDEXES / name
-                index = memory_corpus_index([d.id for d in docs], encoded, cfg, bm25_dir if bm25_dir.is_dir() else None)
+                index = memory_corpus_index(docids, encoded, cfg, bm25_dir if bm25_dir.is_dir() else None)
             searchers = build_searchers(index, cfg, bundle.encoder, bundle.bm25, bundle.has_gate, modes)
             batch = encode_queries(dataset.split_queries(data.eval_split), bundle.encoder)
             for mode, searcher in searchers.items():

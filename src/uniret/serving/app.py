@@ -13,10 +13,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Header, HTTPException, Request
+from fastapi import Depends, FastAPI, Header, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import ValidationError
 
 from uniret.retrieval.base import Searcher
 from uniret.retrieval.runs import ranked
@@ -183,14 +184,23 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
             metrics.inflight.dec()
             metrics.observe(label, status, time.perf_counter() - start)
 
-    @app.post("/admin/reload", response_model=ReloadResponse)
-    async def admin_reload(body: ReloadRequest | None = None,
-                           authorization: str | None = Header(default=None)) -> ReloadResponse:
-        """Load a bundle aside, probe it and swap it in; on failure the old bundle keeps serving."""
+    def require_admin(authorization: str | None = Header(default=None)) -> None:
         _check_token(settings.admin_token, authorization)
-        body = body or ReloadRequest()
+
+    # the body is parsed by hand after the token check: unauthenticated calls get 401/403, never 400/422
+    @app.post("/admin/reload", response_model=ReloadResponse, dependencies=[Depends(require_admin)])
+    async def admin_reload(request: Request) -> ReloadResponse:
+        """Load a bundle aside, probe it and swap it in; on failure the old bundle keeps serving.
+
+        Body (optional): {"bundle": folder} or {"version": expected production version}.
+        """
+        raw = await request.body()
+        try:
+            body = ReloadRequest.model_validate_json(raw) if raw.strip() else ReloadRequest()
+        except ValidationError as exc:
+            raise RequestValidationError(exc.errors(include_url=False)) from exc
         start = time.perf_counter()
-        serving = state.current.version if state.current else None
+        serving = state.current.version if state.current else "no bundle"
         try:
             path, version = source.resolve(body.bundle, body.version)
         except SourceError as exc:

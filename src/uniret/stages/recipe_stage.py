@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 from dataclasses import dataclass
@@ -129,7 +130,9 @@ def train_and_save(
     with stage_output(ctx, stage, sections=SECTIONS, inputs=inputs) as (out, manifest):
         save_model(model, out / MODEL_DIR)
         shutil.copytree(work / "metrics", out / "metrics")
-        metrics = {"steps": result.step, **summarize_logs(result.logs), **(extra or {})}
+        summary = json.loads(result.summary.read_text(encoding="utf-8"))
+        metrics = {"steps": result.step, "train_seconds": summary.get("wall_seconds"), **summarize_logs(result.logs),
+                   **(extra or {})}
         manifest.update(recipe=recipe, skipped=False, metrics=metrics)
     shutil.rmtree(work, ignore_errors=True)  # checkpoints hold optimizer state: large, and done with
     log.info("stage %s (%s): %s", stage, recipe, metrics)

@@ -1,0 +1,34 @@
+"""`uniret recipes compare`: train every recipe with the DAG's stage functions and compare them."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from uniret.config.models import RECIPES
+    from uniret.evaluation.recipes_compare import compare_recipes
+    from uniret.stages.runtime import make_context
+
+    ctx = make_context(args.params, args.profile, args.data, args.artifacts)
+    recipes = args.recipes or list(RECIPES)
+    unknown = sorted(set(recipes) - set(RECIPES))
+    if unknown:
+        raise SystemExit(f"unknown recipe(s) {unknown}; known: {list(RECIPES)}")
+    compare_recipes(ctx, recipes, train=not args.no_train, zeroshot=not args.no_zeroshot)
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from uniret.cli import add_common_args
+
+    p = sub.add_parser("recipes", help="compare the training recipes",
+                       description="Run each recipe's training stages into artifacts/recipes/<recipe>/ and "
+                                   "score them beside BM25 and the untrained models (needs validate and bm25).")
+    psub = p.add_subparsers(dest="recipes_command", metavar="<action>", required=True)
+    c = psub.add_parser("compare", help="train and evaluate recipes -> artifacts/recipes/compare.{json,md}")
+    add_common_args(c)
+    c.add_argument("--recipes", nargs="+", default=None, help="recipes to run (default: all four)")
+    c.add_argument("--no-train", action="store_true", help="score the models already under artifacts/recipes/")
+    c.add_argument("--no-zeroshot", action="store_true", help="leave out the untrained starting models")
+    c.set_defaults(func=_compare)

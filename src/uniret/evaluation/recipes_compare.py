@@ -1,0 +1,96 @@
+"""Compare recipes: run the training stages of each recipe and score them side by side.
+
+Each recipe runs the same stage functions as the DAG (uniret.stages.<stage>.run) with params
+`model.recipe` set to it, into artifacts/recipes/<recipe>/ (the validate and bm25 outputs are
+linked from the main artifacts, so every recipe trains on the same data and negatives). Its
+final model is scored by the "trained" run source; BM25 and the untrained starting models come
+from the main artifacts. Writes artifacts/recipes/compare.json (the metrics.json schema of the
+evaluate stage) and compare.md.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from uniret.config import Params
+from uniret.config.recipes import TRAINING_STAGES
+from uniret.stages.runtime import StageContext, run_stage
+
+log = logging.getLogger("uniret.evaluation")
+
+RECIPES_DIR = "recipes"
+SHARED_STAGES = ("validate", "bm25")  # read by every recipe, produced once
+COMPARE_JSON = "compare.json"
+COMPARE_MD = "compare.md"
+
+
+@dataclass
+class RecipeRun:
+    """One recipe's context and the seconds each of its training stages took."""
+
+    name: str
+    ctx: StageContext
+    seconds: dict[str, float]
+
+
+def recipe_context(ctx: StageContext, recipe: str) -> StageContext:
+    """A context whose active recipe is `recipe` and whose artifacts live in artifacts/recipes/<recipe>/."""
+    raw = copy.deepcopy(ctx.params.raw)
+    raw.setdefault("model", {})["recipe"] = recipe
+    params = Params(raw=raw, profile=ctx.profile, path=ctx.params.path)
+    root = ctx.artifacts / RECIPES_DIR / recipe
+    root.mkdir(parents=True, exist_ok=True)
+    for stage in SHARED_STAGES:
+        target = ctx.require(stage)
+        link = root / stage
+        if not link.exists():
+            os.symlink(os.path.relpath(target, root), link)
+    return StageContext(params=params, data_root=ctx.data_root, artifacts=root)
+
+
+def train_recipe(ctx: StageContext, recipe: str) -> RecipeRun:
+    """Run every training stage for `recipe` (stages outside its plan write skip manifests)."""
+    rctx = recipe_context(ctx, recipe)
+    seconds = {}
+    for stage in TRAINING_STAGES:
+        start = time.perf_counter()
+        run_stage(stage, rctx)
+        seconds[stage] = round(time.perf_counter() - start, 1)
+    log.info("recipe %s trained: %s", recipe, seconds)
+    return RecipeRun(recipe, rctx, seconds)
+
+
+def compare_recipes(ctx: StageContext, recipes: list[str], train: bool = True, zeroshot: bool = True) -> dict[str, Any]:
+    """Train (optionally) and score `recipes` beside BM25 and the starting models; write the comparison."""
+    from uniret.evaluation.model_source import TrainedModelSource, ZeroShotSource
+    from uniret.evaluation.scoring import score_systems
+    from uniret.evaluation.sources import Bm25Source
+    from uniret.evaluation.tables import metrics_table
+    from uniret.utils.files import atomic_write_json, atomic_write_text
+
+    data = ctx.params.section("data")
+    ecfg = ctx.params.section("evaluate")
+    runs = Bm25Source().runs(ctx)
+    if zeroshot:
+        runs.update(ZeroShotSource().runs(ctx))
+    timings: dict[str, dict[str, float]] = {}
+    for recipe in recipes:
+        result = train_recipe(ctx, recipe) if train else RecipeRun(recipe, recipe_context(ctx, recipe), {})
+        start = time.perf_counter()
+        runs.update(TrainedModelSource().runs(result.ctx))
+        timings[recipe] = {**result.seconds, "evaluate": round(time.perf_counter() - start, 1)}
+    qrels = {name: ctx.dataset(name).qrels(data.eval_split) for name in data.eval_datasets}
+    scores = score_systems(qrels, runs, ecfg.metrics, ecfg.ignore_identical_ids, data.train_dataset)
+    doc = {**scores.doc, "recipes": recipes, "seconds": timings, "profile": ctx.profile}
+    out: Path = ctx.artifacts / RECIPES_DIR
+    atomic_write_json(out / COMPARE_JSON, doc)
+    table = metrics_table(scores.doc, [m for m in ecfg.metrics if m in ("ndcg@10", "recall@100")] or ecfg.metrics)
+    atomic_write_text(out / COMPARE_MD, f"# Recipes compared ({ctx.profile} profile, {data.eval_split} split)\n\n{table}")
+    log.info("recipe comparison -> %s\n%s", out / COMPARE_JSON, table)
+    return doc

@@ -1,0 +1,36 @@
+"""Training examples: groups of positive + negatives, random top-up, BM25 group scores."""
+
+from __future__ import annotations
+
+from uniret.data.negatives import NegativesRecord
+from uniret.training.examples import bm25_group_scores, build_examples
+
+CORPUS = [f"d{i}" for i in range(50)]
+
+
+def test_one_example_per_positive_with_a_full_group_and_no_positive_negatives():
+    records = [
+        NegativesRecord("q1", "first", ["d1", "d2"], ["d2", "d3", "d4", "d5"]),  # d2 is judged: never a negative
+        NegativesRecord("q2", "second", ["d9"], ["d10"]),  # too few: topped up with random docs
+    ]
+    examples = build_examples(records, group_size=4, corpus_ids=CORPUS, seed=0)
+    assert [(e.query_id, e.doc_ids[0]) for e in examples] == [("q1", "d1"), ("q1", "d2"), ("q2", "d9")]
+    for e in examples:
+        assert len(e.doc_ids) == 4 and len(set(e.doc_ids)) == 4
+        positives = {"q1": {"d1", "d2"}, "q2": {"d9"}}[e.query_id]
+        assert not set(e.doc_ids[1:]) & positives
+    assert "d10" in examples[2].doc_ids
+
+
+def test_positives_missing_from_the_corpus_are_dropped_and_max_queries_caps():
+    records = [NegativesRecord(f"q{i}", "t", ["gone"] if i == 0 else ["d1"], ["d2", "d3"]) for i in range(4)]
+    examples = build_examples(records, group_size=2, corpus_ids=CORPUS, seed=0, max_queries=3)
+    assert [e.query_id for e in examples] == ["q1", "q2"]
+
+
+def test_bm25_group_scores_use_the_run_floor_for_unretrieved_docs():
+    records = [NegativesRecord("q", "t", ["d1"], ["d2", "d3"])]
+    (example,) = build_examples(records, 3, CORPUS, seed=0)
+    scores = bm25_group_scores({"q": {"d2": 7.0, "d3": 4.0}}, [example])
+    assert scores.shape == (1, 3)
+    assert scores[0, 0].item() == 4.0  # d1 (the positive) missing from the run: the lowest retrieved score
