@@ -60,7 +60,7 @@ def served(tiny_bundle, tmp_path_factory, repo_root):
     for version in ("v1", "v2"):
         publish_copy(tiny_bundle, registry, version)
     server = LocalServer(["--registry", str(registry)], repo_root / "params.yaml", "tiny",
-                         env={"UNIRET_ADMIN_TOKEN": TOKEN})
+                         env={"UNIRET_ADMIN_TOKEN": TOKEN}, log_dir=tmp_path_factory.mktemp("serve-log"))
     server.start(STARTUP_TIMEOUT_S, wait_ready=False)
     try:
         cold = {

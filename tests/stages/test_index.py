@@ -167,3 +167,10 @@ def test_evaluate_stage_scores_every_bundle_mode(built, monkeypatch):
     # SPLADE-tiny's lexicon head is trained: on a 300-doc SciFact slice it ranks far above chance
     assert doc["datasets"]["scifact"]["lexical"]["ndcg@10"] > 0.4
     assert (ctx.stage_dir("evaluate") / "runs" / "uni" / "nfcorpus.trec").is_file()
+
+
+def test_a_folder_without_manifest_is_not_a_bundle(tmp_path):
+    from uniret.retrieval.bundle import load_searchers
+
+    with pytest.raises(FileNotFoundError, match="not an index bundle"):
+        load_searchers(tmp_path)

@@ -34,7 +34,8 @@ class LocalServer:
     """
 
     def __init__(self, source_args: list[str], params: str | Path, profile: str | None = None,
-                 env: dict[str, str] | None = None, extra_args: list[str] | None = None):
+                 env: dict[str, str] | None = None, extra_args: list[str] | None = None,
+                 log_dir: str | Path | None = None):
         self.port = free_port()
         self.base_url = f"http://{LOOPBACK}:{self.port}"
         self.cmd = [sys.executable, "-m", "uniret", "serve", "--params", str(Path(params).resolve()), "--host", LOOPBACK,
@@ -43,7 +44,8 @@ class LocalServer:
             self.cmd += ["--profile", profile]
         self.env = {**os.environ, **(env or {})}
         self.proc: subprocess.Popen | None = None
-        self._log = tempfile.NamedTemporaryFile(prefix="uniret-serve-", suffix=".log", delete=False)
+        # the server's output; kept after a failure (its tail is quoted in start-up errors)
+        self._log = tempfile.NamedTemporaryFile(prefix="uniret-serve-", suffix=".log", delete=False, dir=log_dir)
 
     @property
     def log_path(self) -> Path:

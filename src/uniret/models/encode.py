@@ -26,7 +26,7 @@ def length_order(texts: Sequence[str]) -> list[int]:
     return sorted(range(len(texts)), key=lambda i: -len(texts[i]))
 
 
-@torch.no_grad()
+@torch.inference_mode()  # no autograd bookkeeping at all (cheaper than no_grad)
 def encode_texts(
     model: RetrievalEncoder,
     tokenizer,

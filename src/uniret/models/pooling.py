@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import contextmanager
 
 import torch
+from torch import nn
 
 
 def cls_pool(hidden: torch.Tensor) -> torch.Tensor:
@@ -35,21 +37,104 @@ def exporting() -> bool:
     return bool(torch.onnx.is_in_onnx_export() or torch.jit.is_tracing() or torch.compiler.is_compiling())
 
 
+# Upper bound on the elements of one intermediate logits block in the eager vocab_max: a chunk of
+# vocabulary columns (linear heads) or of documents (other heads) is sized to stay below it, so the
+# padded [B, L, V] tensor (about 1 GB for 32 x 256 tokens) is never materialised.
+BLOCK_ELEMENTS = 1 << 24
+
+_REFERENCE = {"on": False}
+
+
+@contextmanager
+def reference_vocab_max():
+    """Run vocab_max with the original per-row loop (benchmarks and parity tests compare against it)."""
+    before = _REFERENCE["on"]
+    _REFERENCE["on"] = True
+    try:
+        yield
+    finally:
+        _REFERENCE["on"] = before
+
+
 def vocab_max(
     project: Callable[[torch.Tensor], torch.Tensor], hidden: torch.Tensor, keep: torch.Tensor
 ) -> torch.Tensor:
     """max over kept tokens of project(h_i) ([B, L, H] -> [B, V]); 0 for a row with no kept token.
 
-    Eagerly, each row projects only its kept tokens: the 30522-wide vocabulary projection is the
-    dominant cost, so skipping padding (and never materialising the padded [B, L, V] tensor) is
-    a large saving. While exporting/tracing, a loop over the batch would be baked in with the
-    sample's batch size, so the vectorised masked form runs instead (same values).
+    `project` must act on each token independently (an MLM head, or a per-token function of it).
+    Eagerly, padding positions are overwritten with a kept token of the same row (a duplicate
+    never changes a max), so no [B, L, V] mask is needed; the projection then runs in blocks of
+    BLOCK_ELEMENTS. For a BERT MLM head (transform + linear decoder) the blocks are vocabulary
+    slices of ONE GEMM over all B*L positions, and the decoder bias is added after the max
+    (a per-column constant commutes with it). Reductions use max(dim) (saves only indices for
+    backward), so training memory stays O(B*V), not O(B*L*V). While exporting/tracing, a linear
+    head runs as one un-sliced GEMM (no shape-dependent Python loops) and any other head as the
+    vectorised masked form (same values either way).
     """
     keep = keep.bool()
-    if exporting():
+    head = _linear_head(project)
+    if exporting() and head is None:
         logits = project(hidden).masked_fill(~keep.unsqueeze(-1), float("-inf"))
         pooled = logits.max(dim=1).values
         return torch.where(keep.any(dim=1, keepdim=True), pooled, torch.zeros_like(pooled))
+    if _REFERENCE["on"] and not exporting():  # a Python loop must never be traced
+        return vocab_max_loop(project, hidden, keep)
+    if head is not None:
+        transform, decoder = head
+        pooled = _linear_max(decoder, _fill_padding(transform(hidden), keep))
+    else:
+        pooled = _blockwise_max(project, _fill_padding(hidden, keep))
+    return torch.where(keep.any(dim=1, keepdim=True), pooled, torch.zeros_like(pooled))
+
+
+def _linear_head(project) -> tuple[Callable[[torch.Tensor], torch.Tensor], nn.Linear] | None:
+    """(transform, decoder) of a BERT-style MLM head (`.predictions.transform/.decoder`), else None."""
+    predictions = getattr(project, "predictions", None)
+    transform = getattr(predictions, "transform", None)
+    decoder = getattr(predictions, "decoder", None)
+    if transform is None or not isinstance(decoder, nn.Linear):
+        return None
+    return transform, decoder
+
+
+def _fill_padding(states: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """[B, L, H] with every non-kept position replaced by the row's first kept position."""
+    first = keep.to(torch.uint8).argmax(dim=1)  # 0 for a row without kept tokens (zeroed later)
+    source = states[torch.arange(states.shape[0], device=states.device), first].unsqueeze(1)
+    return torch.where(keep.unsqueeze(-1), states, source)
+
+
+def _linear_max(decoder: nn.Linear, states: torch.Tensor) -> torch.Tensor:
+    """max_l (W s_l + b) for [B, L, H] states -> [B, V], one vocabulary slice per GEMM."""
+    batch, length = states.shape[:2]
+    flat_t = states.flatten(0, 1).t()
+    weight = decoder.weight
+    # Traced graphs get ONE GEMM: a step from the symbolic B, L would specialise them, and the
+    # legacy exporter constant-folds weight slices to wrong sizes (off by one row per slice).
+    step = weight.shape[0] if exporting() else max(1, BLOCK_ELEMENTS // max(1, batch * length))
+    # [slice, B*L] blocks: the max over L then runs along contiguous memory
+    slices = [weight[start : start + step] for start in range(0, weight.shape[0], step)]
+    parts = [(w @ flat_t).view(w.shape[0], batch, length).max(dim=-1).values for w in slices]
+    pooled = torch.cat(parts)  # [V, B]
+    if decoder.bias is not None:
+        pooled = pooled + decoder.bias.unsqueeze(1)
+    return pooled.t().contiguous()
+
+
+def _blockwise_max(project: Callable[[torch.Tensor], torch.Tensor], states: torch.Tensor) -> torch.Tensor:
+    """max_l project(s_l) for [B, L, H] states, a few documents per projection."""
+    batch, length = states.shape[:2]
+    first = project(states[:1]).max(dim=1).values
+    step = max(1, BLOCK_ELEMENTS // max(1, length * first.shape[-1]))
+    rest = [project(states[start : start + step]).max(dim=1).values for start in range(1, batch, step)]
+    return torch.cat([first, *rest])
+
+
+def vocab_max_loop(
+    project: Callable[[torch.Tensor], torch.Tensor], hidden: torch.Tensor, keep: torch.Tensor
+) -> torch.Tensor:
+    """Reference form of vocab_max: each row projects only its kept tokens, one row at a time."""
+    keep = keep.bool()
     rows = []
     for b in range(hidden.shape[0]):
         kept = hidden[b][keep[b]]

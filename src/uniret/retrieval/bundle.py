@@ -15,6 +15,7 @@ Layout (written by uniret.stages.index, published as-is by promote, read by eval
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from dataclasses import dataclass
@@ -93,7 +94,8 @@ def open_bundle(bundle_dir: str | Path, cfg: RetrievalConfig | None = None, thre
     if (path / DENSE_FILE).is_file():
         cpu_index = load_faiss_index(path / DENSE_FILE)
         index.doc_vectors = doc_vectors(cpu_index)
-        index.dense = to_search_device(cpu_index, cfg.dense)
+        # placement follows the current params (use_gpu), the index type is the built one
+        index.dense = to_search_device(cpu_index, dataclasses.replace(cfg.dense, type=built_with.dense.type))
         index.provenance["dense"] = f"bundle faiss {built_with.dense.type} ({DENSE_FILE})"
     if (path / IMPACT_DIR).is_dir():
         index.lexical = LuceneImpactIndex(path / IMPACT_DIR, docids, vocab_tokens(tokenizer), quant)

@@ -20,7 +20,7 @@ from typing import Any
 from uniret.config.models import RecipeConfig
 from uniret.config.recipes import RecipePlan, StageTrainingConfig, TrainingSection
 from uniret.data.negatives import NegativesRecord, iter_negatives
-from uniret.stages.runtime import StageContext, read_manifest, stage_output
+from uniret.stages.runtime import StageContext, stage_output
 
 log = logging.getLogger("uniret.stages")
 
@@ -58,14 +58,6 @@ def write_skipped(ctx: StageContext, stage: str, recipe: str) -> dict[str, Any]:
         manifest.update(skipped=True, reason=reason, recipe=recipe)
     log.info("stage %s: %s", stage, reason)
     return {"skipped": True, "reason": reason}
-
-
-def is_skipped(ctx: StageContext, stage: str) -> bool:
-    """True when `stage` ran and was skipped by its recipe (or has not run at all)."""
-    path = ctx.stage_dir(stage)
-    if not (path / "manifest.json").is_file():
-        return True
-    return bool(read_manifest(path).get("skipped"))
 
 
 def model_dir(ctx: StageContext, stage: str) -> Path:

@@ -31,6 +31,7 @@ def lexical_teacher_model(ctx: StageContext, recipe: RecipeConfig) -> LoadedTeac
     """LED's lexical teacher: the sparse channel of `teacher_from_stage`'s model (a path under the
     artifacts root, e.g. "warmup" or "recipes/unifier/continual"), else a fresh `teacher` model
     (e.g. zero-shot SPLADE-tiny). Frozen and in eval mode."""
+    from uniret.models.encode import default_device
     from uniret.models.factory import build_model, load_model
     from uniret.models.led import LexicalTeacher
 
@@ -48,16 +49,17 @@ def lexical_teacher_model(ctx: StageContext, recipe: RecipeConfig) -> LoadedTeac
         raise ValueError("this recipe's objective needs a lexical teacher: set model.recipes.<recipe>.teacher "
                          "or teacher_from_stage")
     cfg = inner.model_config
-    teacher = LexicalTeacher(inner).eval()
+    teacher = LexicalTeacher(inner).eval().to(default_device())
     log.info("lexical teacher: %s", source)
     return LoadedTeacher(teacher, tokenizer, (cfg.query_max_length, cfg.doc_max_length), source, inner, checkpoint)
 
 
 def reranker_model(ctx: StageContext) -> torch.nn.Module:
     """The cross-encoder trained by the reranker stage, frozen, in eval mode."""
+    from uniret.models.encode import default_device
     from uniret.models.factory import load_model
 
-    model, _ = load_model(model_dir(ctx, "reranker"))
+    model, _ = load_model(model_dir(ctx, "reranker"), device=default_device())
     for p in model.parameters():
         p.requires_grad_(False)
     return model.eval()
