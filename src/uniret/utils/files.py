@@ -12,12 +12,24 @@ from typing import Any
 CHUNK = 1 << 20
 
 
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _current_umask()
+
+
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     """Write `text` to a temp file beside `path`, then rename it over `path`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        # mkstemp creates 0600; published files (metrics, manifests, pointers) must be readable
+        # by other users of the volume (serving pods), so apply the usual umask-based mode.
+        os.fchmod(fd, 0o666 & ~_UMASK)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
