@@ -129,7 +129,8 @@ def render_markdown(section: dict) -> str:
         "# Corpus encoding throughput",
         "",
         f"{section['docs']} documents, batch {section['batch_size']}, torch threads {section['torch_threads']}, "
-        f"ORT threads {section['onnx_threads']}. docs/s; max |diff| vs the first path in brackets.",
+        f"ORT threads {section['onnx_threads']}. docs/s; max |diff| of the outputs vs the first path "
+        "in brackets (omitted when identical).",
         "",
         "| model | max_length | " + " | ".join(paths) + " |",
         "|---|---|" + "---|" * len(paths),

@@ -96,7 +96,7 @@ def run_bench(params: Params, bundle_dir: Path, data_root: Path, out_dir: Path, 
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     start = time.perf_counter()
     queries, qrels = bench_queries(data_root, cfg)
-    bundle = open_bundle(bundle_dir, None, cfg.threads)
+    bundle = open_bundle(bundle_dir, None, cfg.threads, params.section("retrieval"))
     searchers = build_searchers(bundle.index, bundle.retrieval, bundle.encoder, bundle.bm25, bundle.has_gate)
     result: dict = {
         "started_at": started,
@@ -104,7 +104,8 @@ def run_bench(params: Params, bundle_dir: Path, data_root: Path, out_dir: Path, 
         "versions": library_versions(),
         "bundle": {"path": str(bundle_dir), "version": bundle_version(bundle_dir), "docs": len(bundle.index.docids)},
         "queries": {"dataset": cfg.dataset, "split": cfg.split, "count": len(queries)},
-        "config": {"k": cfg.k, "eval_k": cfg.eval_k, "threads": cfg.threads, "profile": params.profile},
+        "config": {"k": cfg.k, "eval_k": cfg.eval_k, "threads": cfg.threads, "profile": params.profile,
+                   "uni_k": bundle.retrieval.uni.k, "lexical": bundle.index.provenance.get("lexical")},
     }
     _guard(result, "modes", skip, bench_modes, searchers, cfg.modes, queries, qrels, cfg.k, cfg.eval_k,
            cfg.warmup_queries)

@@ -89,6 +89,12 @@ class RetrievalConfig:
     query_batch_size: int = 64  # query lengths come from the model's config (what it was trained with)
     dense: DenseIndexConfig = field(default_factory=DenseIndexConfig)
     lexical: LexicalConfig = field(default_factory=LexicalConfig)
+    # where a bundle's lexical / uni searches run: `lucene` (the impact index), `memory` (impacts.npz
+    # as an in-memory inverted index; same ranking, no JNI per hit, no Java lock) or `auto`
+    # (memory up to memory_max_docs documents, Lucene above)
+    lexical_backend: Literal["lucene", "memory", "auto"] = "auto"
+    # ~250 impacts/doc at 20 bytes each (float32 CSR + float64 postings): 500k docs ~ 2.5 GB of RAM
+    memory_max_docs: int = 500_000
     uni: UniConfig = field(default_factory=UniConfig)
     fusion: FusionConfig = field(default_factory=FusionConfig)
 
@@ -98,6 +104,8 @@ class RetrievalConfig:
             raise ValueError(f"modes: unknown {bad}; known: {', '.join(MODES)}")
         if self.k <= 0 or self.query_batch_size <= 0:
             raise ValueError("k and query_batch_size must be positive")
+        if self.memory_max_docs < 0:
+            raise ValueError(f"memory_max_docs must be >= 0, got {self.memory_max_docs}")
 
 
 @dataclass

@@ -108,6 +108,9 @@ def _session(path: Path, threads: int | None) -> ort.InferenceSession:
     opts.log_severity_level = 3  # warnings about unused initialisers etc. are noise here
     if threads:
         opts.intra_op_num_threads = threads
+    # No busy-waiting between ops: spinning intra-op threads fight concurrent requests and other
+    # processes for the cores (batch-1 queries on a busy 2-core box: p50 16.6 -> 7.9 ms).
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     providers = [p for p in ("CUDAExecutionProvider", "CPUExecutionProvider") if p in ort.get_available_providers()]
     return ort.InferenceSession(str(path), sess_options=opts, providers=providers)
 

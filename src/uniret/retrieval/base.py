@@ -49,6 +49,8 @@ class Searcher(ABC):
     mode: str = ""
     #: the query encoder, for searchers that need encoded queries (None for BM25)
     encoder: TextEncoder | None = None
+    #: True when searching calls Java (Lucene through pyjnius): such calls must be serialised
+    uses_jvm: bool = False
 
     def search(self, queries: dict[str, str], k: int) -> Run:
         """Search raw-text queries (encoding them first when this mode needs it)."""
@@ -60,6 +62,13 @@ class Searcher(ABC):
     @abstractmethod
     def search_batch(self, batch: QueryBatch, k: int) -> Run:
         """Search a batch of (possibly pre-encoded) queries."""
+
+    #: True when `search_arrays` is implemented (fusion then works on arrays, not dicts)
+    has_arrays: bool = False
+
+    def search_arrays(self, batch: QueryBatch, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per query: (rows into `self.docids`, float64 scores) of the same hits `search_batch` returns."""
+        raise NotImplementedError(f"{type(self).__name__} has no array search")
 
 
 def top_k_rows(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -15,6 +15,7 @@ class Bm25ModeSearcher(Searcher):
 
     mode = "bm25"
     encoder = None
+    uses_jvm = True
 
     def __init__(self, index_dir: str | Path, cfg: Bm25Config):
         self.index_dir = Path(index_dir)

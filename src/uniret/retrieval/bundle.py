@@ -8,7 +8,8 @@ Layout (written by uniret.stages.index, published as-is by promote, read by eval
     tokenizer/        the model's tokenizer
     dense.faiss       faiss index of the document vectors (type per retrieval.dense)
     impact/           Lucene impact index (integer impacts round(quant*w), optional top-N)
-    impacts.npz       the same impacts as a CSR matrix (exhaustive scoring, in-memory checks)
+    impacts.npz       the same impacts as a CSR matrix (exhaustive scoring; the in-memory lexical
+                      backend, retrieval.lexical_backend)
     bm25/             Lucene BM25 index of the same corpus (reference mode)
     docids.json       row -> doc id, shared by dense.faiss, impacts.npz
 """
@@ -74,9 +75,30 @@ def read_bundle_manifest(bundle_dir: str | Path) -> dict[str, Any]:
     return manifest
 
 
-def open_bundle(bundle_dir: str | Path, cfg: RetrievalConfig | None = None, threads: int | None = None) -> Bundle:
+def choose_lexical_backend(cfg: RetrievalConfig, n_docs: int, has_lucene: bool, has_impacts: bool) -> str | None:
+    """`lucene`, `memory` or None (no lexical index) per `cfg.lexical_backend`; both rank identically.
+
+    `auto` keeps the impacts in memory up to `cfg.memory_max_docs` documents (no JNI call per hit,
+    no Java lock) and uses Lucene above, or whichever of the two the bundle has.
+    """
+    wanted = cfg.lexical_backend
+    if wanted == "auto":
+        wanted = "memory" if has_impacts and (n_docs <= cfg.memory_max_docs or not has_lucene) else "lucene"
+    have = {"lucene": has_lucene, "memory": has_impacts}
+    if have[wanted]:
+        return wanted
+    if cfg.lexical_backend != "auto" and any(have.values()):
+        missing = IMPACT_DIR + "/" if wanted == "lucene" else IMPACTS_FILE
+        raise ValueError(f"retrieval.lexical_backend={wanted}: the bundle has no {missing}")
+    return None
+
+
+def open_bundle(bundle_dir: str | Path, cfg: RetrievalConfig | None = None, threads: int | None = None,
+                backend_cfg: RetrievalConfig | None = None) -> Bundle:
     """Open a bundle; `cfg` overrides the retrieval params it was built with (query side only:
-    modes, k, uni K, fusion; the index structures are what they are)."""
+    modes, k, uni K, fusion, lexical backend; the index structures are what they are).
+    `backend_cfg` overrides only the lexical backend choice (lexical_backend, memory_max_docs):
+    serving and the bench pass the current params so the bundle's other params stay in force."""
     from transformers import AutoTokenizer
 
     path = Path(bundle_dir)
@@ -97,11 +119,16 @@ def open_bundle(bundle_dir: str | Path, cfg: RetrievalConfig | None = None, thre
         # placement follows the current params (use_gpu), the index type is the built one
         index.dense = to_search_device(cpu_index, dataclasses.replace(cfg.dense, type=built_with.dense.type))
         index.provenance["dense"] = f"bundle faiss {built_with.dense.type} ({DENSE_FILE})"
-    if (path / IMPACT_DIR).is_dir():
-        index.lexical = LuceneImpactIndex(path / IMPACT_DIR, docids, vocab_tokens(tokenizer), quant)
-        index.provenance["lexical"] = f"bundle Lucene impact index ({IMPACT_DIR}/)"
     if (path / IMPACTS_FILE).is_file():
         index.impacts = MemoryImpactIndex.from_impacts(docids, sp.load_npz(path / IMPACTS_FILE), quant)
+    backend = choose_lexical_backend(backend_cfg or cfg, len(docids), (path / IMPACT_DIR).is_dir(),
+                                     index.impacts is not None)
+    if backend == "lucene":
+        index.lexical = LuceneImpactIndex(path / IMPACT_DIR, docids, vocab_tokens(tokenizer), quant)
+        index.provenance["lexical"] = f"bundle Lucene impact index ({IMPACT_DIR}/)"
+    elif backend == "memory":
+        index.lexical = index.impacts
+        index.provenance["lexical"] = f"bundle impacts in memory ({IMPACTS_FILE}, inverted index)"
     if (path / BM25_DIR).is_dir():
         index.bm25_dir = path / BM25_DIR
         index.provenance["bm25"] = f"bundle Lucene BM25 index ({BM25_DIR}/)"

@@ -96,9 +96,19 @@ class DenseSearcher(Searcher):
         self.docids = docids
         self.encoder = encoder
 
-    def search_batch(self, batch: QueryBatch, k: int) -> Run:
+    has_arrays = True
+
+    def _search(self, batch: QueryBatch, k: int) -> tuple[np.ndarray, np.ndarray]:
         enc = batch.require_encoded(self.mode)
         if enc.dense is None:
             raise ValueError("dense retrieval needs a model with a dense head")
-        scores, idx = self.index.search(np.ascontiguousarray(enc.dense, dtype=np.float32), min(k, len(self.docids)))
+        return self.index.search(np.ascontiguousarray(enc.dense, dtype=np.float32), min(k, len(self.docids)))
+
+    def search_batch(self, batch: QueryBatch, k: int) -> Run:
+        scores, idx = self._search(batch, k)
         return rows_to_run(batch.ids, self.docids, idx, scores)
+
+    def search_arrays(self, batch: QueryBatch, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        scores, idx = self._search(batch, k)
+        # negative indices are faiss' "no result" (rows_to_run skips them too)
+        return [(row[row >= 0].astype(np.int64), sc[row >= 0].astype(np.float64)) for row, sc in zip(idx, scores, strict=True)]

@@ -76,6 +76,8 @@ def encode_in_batches(
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
     chunks = batches(order, batch_size)
     show = progress if progress is not None else len(chunks) > 4
+    if len(chunks) == 1 and order == sorted(order):  # one batch already in input order (serving)
+        return encode_batch(texts)
     parts = [encode_batch([texts[i] for i in chunk]) for chunk in tqdm(chunks, desc=desc, disable=not show, leave=False)]
     out = concat_encoded(parts)
     inverse = np.empty(len(order), dtype=np.int64)

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from uniret.retrieval.base import QueryBatch, Searcher
+from uniret.retrieval.ranking import hits_dict, tie_ranks, top_k_ranked
 from uniret.retrieval.runs import Run, ranked
 
 
@@ -69,9 +72,42 @@ class FusionSearcher(Searcher):
         self.rrf_k = rrf_k
         # encode once for all parts: take the first encoder any part needs
         self.encoder = next((s.encoder for s in self.searchers if s.encoder is not None), None)
+        self.uses_jvm = any(s.uses_jvm for s in self.searchers)
+        # array path: every part returns rows into the same doc id list (dense + in-memory lexical)
+        first = self.searchers[0]
+        self.docids = getattr(first, "docids", None)
+        self.on_arrays = self.docids is not None and all(
+            s.has_arrays and getattr(s, "docids", None) == self.docids for s in self.searchers
+        )
+        self.ties = tie_ranks(self.docids) if self.on_arrays else None
 
     def search_batch(self, batch: QueryBatch, k: int) -> Run:
-        runs = [s.search_batch(batch, max(self.depth, k)) for s in self.searchers]
+        depth = max(self.depth, k)
+        if self.on_arrays:
+            hits = [s.search_arrays(batch, depth) for s in self.searchers]
+            return {qid: self._fuse_arrays([h[i] for h in hits], k) for i, qid in enumerate(batch.ids)}
+        runs = [s.search_batch(batch, depth) for s in self.searchers]
         if self.mode == "rrf":
             return reciprocal_rank(runs, self.rrf_k, k)
         return interpolate(runs, fusion_weights(len(runs), self.alpha), k)
+
+    def _fuse_arrays(self, parts: list[tuple[np.ndarray, np.ndarray]], k: int) -> dict[str, float]:
+        """One query's fusion on arrays: the same arithmetic, in the same order, as `interpolate` /
+        `reciprocal_rank` on dicts, so both paths give identical runs."""
+        total = np.zeros(len(self.docids), dtype=np.float64)
+        seen = np.zeros(len(self.docids), dtype=bool)
+        weights = fusion_weights(len(parts), self.alpha)
+        for (rows, scores), weight in zip(parts, weights, strict=True):
+            if self.mode == "rrf":
+                order = np.lexsort((self.ties[rows], -scores))  # `ranked` order: score, then doc id
+                ranks = np.empty(len(rows), dtype=np.float64)
+                ranks[order] = np.arange(1, len(rows) + 1)
+                total[rows] += 1.0 / (self.rrf_k + ranks)
+            elif len(rows):
+                lo, hi = scores.min(), scores.max()
+                norm = np.ones_like(scores) if hi == lo else (scores - lo) / (hi - lo)
+                total[rows] += weight * norm
+            seen[rows] = True
+        cand = np.flatnonzero(seen)
+        best = cand[top_k_ranked(total[cand], k, self.ties[cand])]
+        return hits_dict(self.docids, best, total[best])

@@ -18,8 +18,9 @@ import scipy.sparse as sp
 
 from uniret.retrieval.base import QueryBatch, Searcher
 from uniret.retrieval.encoding import TextEncoder
-from uniret.retrieval.runs import Run, ranked
-from uniret.retrieval.sparse import impact_scores, keep_top_n, quantize, row_terms
+from uniret.retrieval.ranking import hits_dict, tie_ranks, top_k_ranked
+from uniret.retrieval.runs import Run
+from uniret.retrieval.sparse import keep_top_n, quantize, row_terms
 
 log = logging.getLogger("uniret.retrieval")
 
@@ -28,39 +29,63 @@ class ImpactIndex(Protocol):
     """Top-k lexical search from float query weights; scores on the float (de-quantized) scale."""
 
     docids: list[str]
+    uses_jvm: bool  # True: calls go through pyjnius and must not run concurrently
 
     def top_k(self, qids: Sequence[str], query_weights: sp.csr_matrix, k: int) -> Run: ...
 
 
 class MemoryImpactIndex:
-    """Quantized document impacts held as a CSR matrix; exact search by sparse products."""
+    """Quantized document impacts held in memory; exact search by one sparse product per batch.
+
+    The impacts are kept twice: `doc_impacts` (docs x vocab, what bundles store and exhaustive
+    scoring reads) and `postings` (vocab x docs, float64), the inverted index: a query's scores
+    are the sum of its terms' posting rows, so the work is proportional to the postings the
+    query touches, not to the corpus. Sums of integer impacts are exact in float64, as in Lucene.
+    """
+
+    uses_jvm = False  # pure numpy/scipy: safe to call from several threads at once
 
     def __init__(self, docids: list[str], doc_weights: sp.csr_matrix, quant: float, top_n: int | None = None):
         if doc_weights.shape[0] != len(docids):
             raise ValueError(f"{doc_weights.shape[0]} sparse rows but {len(docids)} doc ids")
         self.docids = list(docids)
         self.quant = quant
-        self.doc_impacts = quantize(keep_top_n(doc_weights, top_n), quant)
+        self.ties = tie_ranks(self.docids)
+        self._set_impacts(quantize(keep_top_n(doc_weights, top_n), quant))
 
     @classmethod
     def from_impacts(cls, docids: list[str], doc_impacts: sp.csr_matrix, quant: float) -> MemoryImpactIndex:
         """Wrap already quantized (and sparsified) document impacts, e.g. a bundle's impacts.npz."""
         index = cls(docids, sp.csr_matrix((len(docids), doc_impacts.shape[1]), dtype=np.float32), quant)
-        index.doc_impacts = sp.csr_matrix(doc_impacts, dtype=np.float32)
+        index._set_impacts(sp.csr_matrix(doc_impacts, dtype=np.float32))
         return index
+
+    def _set_impacts(self, doc_impacts: sp.csr_matrix) -> None:
+        self.doc_impacts = doc_impacts
+        self.postings = sp.csr_matrix(doc_impacts.T, dtype=np.float64)
 
     def scores(self, query_weights: sp.csr_matrix) -> sp.csr_matrix:
         """Lexical scores [queries, docs] (sparse: docs sharing no term with a query are absent)."""
-        return impact_scores(quantize(query_weights, self.quant), self.doc_impacts, self.quant)
+        raw = quantize(query_weights, self.quant).astype(np.float64) @ self.postings
+        return sp.csr_matrix(raw / (self.quant * self.quant))
+
+    def top_k_arrays(self, query_weights: sp.csr_matrix, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per query: (doc rows, scores) of its k best docs with a positive score, best first
+        (ties by doc id, like `runs.ranked`)."""
+        scores = self.scores(query_weights)
+        out = []
+        for i in range(scores.shape[0]):
+            start, end = scores.indptr[i], scores.indptr[i + 1]
+            rows, vals = scores.indices[start:end], scores.data[start:end]
+            positive = vals > 0
+            rows, vals = rows[positive], vals[positive]
+            best = top_k_ranked(vals, k, self.ties[rows])
+            out.append((rows[best].astype(np.int64), vals[best]))
+        return out
 
     def top_k(self, qids: Sequence[str], query_weights: sp.csr_matrix, k: int) -> Run:
-        scores = self.scores(query_weights)
-        run: Run = {}
-        for i, qid in enumerate(qids):
-            start, end = scores.indptr[i], scores.indptr[i + 1]
-            hits = {self.docids[j]: float(s) for j, s in zip(scores.indices[start:end], scores.data[start:end], strict=True) if s > 0}
-            run[qid] = dict(ranked(hits, k))
-        return run
+        hits = self.top_k_arrays(query_weights, k)
+        return {qid: hits_dict(self.docids, rows, vals) for qid, (rows, vals) in zip(qids, hits, strict=True)}
 
 
 class LuceneImpactIndex:
@@ -69,6 +94,8 @@ class LuceneImpactIndex:
     Lucene returns integer dot products of the quantized weights; scores are divided by quant²
     here so they match MemoryImpactIndex and can be added to dense scores.
     """
+
+    uses_jvm = True  # pyjnius: callers serialise calls (uniret.serving.state.RETRIEVAL_LOCK)
 
     def __init__(self, index_dir: str | Path, docids: list[str], vocab: Sequence[str], quant: float, threads: int = 2):
         self.index_dir = Path(index_dir)
@@ -118,12 +145,23 @@ class LexicalSearcher(Searcher):
     def __init__(self, index: ImpactIndex, encoder: TextEncoder | None = None):
         self.index = index
         self.encoder = encoder
+        self.uses_jvm = index.uses_jvm
+        self.docids = index.docids
+        self.has_arrays = hasattr(index, "top_k_arrays")  # the in-memory backend
 
-    def search_batch(self, batch: QueryBatch, k: int) -> Run:
+    def _sparse(self, batch: QueryBatch) -> sp.csr_matrix:
         enc = batch.require_encoded(self.mode)
         if enc.sparse is None:
             raise ValueError("lexical retrieval needs a model with a sparse (lexicon) head")
-        return self.index.top_k(batch.ids, enc.sparse, k)
+        return enc.sparse
+
+    def search_batch(self, batch: QueryBatch, k: int) -> Run:
+        return self.index.top_k(batch.ids, self._sparse(batch), k)
+
+    def search_arrays(self, batch: QueryBatch, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        if not self.has_arrays:
+            return super().search_arrays(batch, k)
+        return self.index.top_k_arrays(self._sparse(batch), k)
 
 
 def active_terms(doc_impacts: sp.csr_matrix) -> float:

@@ -17,7 +17,8 @@ import numpy as np
 from uniret.retrieval.base import QueryBatch, Searcher
 from uniret.retrieval.encoding import EncodedTexts, TextEncoder
 from uniret.retrieval.lexical import ImpactIndex
-from uniret.retrieval.runs import Run, ranked
+from uniret.retrieval.ranking import hits_dict, tie_ranks, top_k_ranked
+from uniret.retrieval.runs import Run
 
 # Same scale as uniret.models.unifier.combine_uni (checked by a test): g = 0.5 -> plain addition.
 GATE_SCALE = 2.0
@@ -40,7 +41,7 @@ def require_both(enc: EncodedTexts, who: str) -> None:
 
 
 class UniSearcher(Searcher):
-    """Lexical top-K candidates re-scored by lexical + dense."""
+    """Lexical top-K candidates re-scored by lexical + dense, with numpy arrays end to end."""
 
     def __init__(
         self,
@@ -55,32 +56,45 @@ class UniSearcher(Searcher):
         self.lexical = lexical
         self.docids = lexical.docids
         self.row = {d: i for i, d in enumerate(self.docids)}
+        self.ties = tie_ranks(self.docids)
         self.doc_vectors = np.ascontiguousarray(doc_vectors, dtype=np.float32)
         self.candidates = candidates
         self.gated = gated
         self.mode = "uni_gated" if gated else "uni"
         self.encoder = encoder
+        self.uses_jvm = lexical.uses_jvm
+
+    def _lexical_candidates(self, qids: list[str], sparse, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(doc rows, lexical scores) of each query's top-k lexical candidates."""
+        if hasattr(self.lexical, "top_k_arrays"):  # in-memory impacts: arrays already
+            return self.lexical.top_k_arrays(sparse, k)
+        run = self.lexical.top_k(qids, sparse, k)  # Lucene: doc ids -> rows
+        out = []
+        for qid in qids:
+            hits = run.get(qid, {})
+            rows = np.fromiter((self.row[d] for d in hits), dtype=np.int64, count=len(hits))
+            out.append((rows, np.fromiter(hits.values(), dtype=np.float64, count=len(hits))))
+        return out
 
     def search_batch(self, batch: QueryBatch, k: int) -> Run:
         enc = batch.require_encoded(self.mode)
         require_both(enc, self.mode)
         w_lex, w_den = channel_weights(enc, self.gated, self.mode)
         n_docs = len(self.docids)
-        lex_run = self.lexical.top_k(batch.ids, enc.sparse, min(self.candidates, n_docs))
+        candidates = self._lexical_candidates(batch.ids, enc.sparse, min(self.candidates, n_docs))
         everything = self.candidates >= n_docs
         run: Run = {}
         for i, qid in enumerate(batch.ids):
-            lex = lex_run.get(qid, {})
-            if everything:
-                rows = np.arange(n_docs)
-                lex_scores = np.zeros(n_docs, dtype=np.float64)
-                for did, s in lex.items():
-                    lex_scores[self.row[did]] = s
+            rows, lex_scores = candidates[i]
+            query = enc.dense[i].astype(np.float32)
+            if everything:  # every document is a candidate; non-matching ones score 0 lexically
+                full = np.zeros(n_docs, dtype=np.float64)
+                full[rows] = lex_scores
+                rows, lex_scores = np.arange(n_docs), full
+                dense_scores = self.doc_vectors @ query
             else:
-                rows = np.fromiter((self.row[d] for d in lex), dtype=np.int64, count=len(lex))
-                lex_scores = np.fromiter(lex.values(), dtype=np.float64, count=len(lex))
-            dense_scores = self.doc_vectors[rows] @ enc.dense[i].astype(np.float32)
+                dense_scores = self.doc_vectors[rows] @ query
             total = w_lex[i] * lex_scores + w_den[i] * dense_scores.astype(np.float64)
-            best = np.argsort(-total, kind="stable")[:k]
-            run[qid] = dict(ranked({self.docids[rows[j]]: float(total[j]) for j in best}, k))
+            best = top_k_ranked(total, k, self.ties[rows])
+            run[qid] = hits_dict(self.docids, rows[best], total[best])
         return run

@@ -87,7 +87,8 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
     cfg = settings.serve
     source = settings.source
     metrics = ServingMetrics()
-    state = ServingState(loader or bundle_loader(cfg.onnx_threads), cfg.probe_query, cfg.default_mode)
+    state = ServingState(loader or bundle_loader(cfg.onnx_threads, settings.retrieval), cfg.probe_query,
+                         cfg.default_mode)
     search_pool = ThreadPoolExecutor(cfg.threads, thread_name_prefix="uniret-search")
     admin_pool = ThreadPoolExecutor(1, thread_name_prefix="uniret-admin")
     SearchRequest = search_request_model(cfg)  # noqa: N806 - a class built from the config

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from uniret.config.params import Params
+from uniret.config.retrieval import RetrievalConfig
 from uniret.config.serving import ServeConfig
 from uniret.serving.source import BundleSource
 
@@ -20,6 +21,7 @@ class ServingSettings:
     serve: ServeConfig
     source: BundleSource
     admin_token: str | None = None
+    retrieval: RetrievalConfig | None = None  # this process's params: picks the lexical backend
 
 
 def settings_from_params(
@@ -52,4 +54,5 @@ def settings_from_params(
     else:
         raise ValueError("serving needs --bundle or --registry (or a `registry` section in params.yaml)")
     token = os.environ.get(token_env) or serve.admin_token
-    return ServingSettings(serve=serve, source=source, admin_token=token)
+    retrieval = params.section("retrieval") if "retrieval" in params.raw else None
+    return ServingSettings(serve=serve, source=source, admin_token=token, retrieval=retrieval)

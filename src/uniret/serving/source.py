@@ -83,14 +83,15 @@ class BundleSource:
         return f"registry {self.registry_root}" if self.registry_root is not None else f"bundle {self.bundle}"
 
 
-def bundle_loader(onnx_threads: int | None):
-    """A loader for ServingState: {mode: Searcher} of a bundle folder (its own retrieval params)."""
+def bundle_loader(onnx_threads: int | None, backend_cfg=None):
+    """A loader for ServingState: {mode: Searcher} of a bundle folder (its own retrieval params;
+    the lexical backend from `backend_cfg`, the serving process's retrieval params, when given)."""
 
     def load(path: Path) -> dict[str, Searcher]:
         from uniret.retrieval.bundle import open_bundle
         from uniret.retrieval.modes import build_searchers
 
-        bundle = open_bundle(path, None, onnx_threads)
+        bundle = open_bundle(path, None, onnx_threads, backend_cfg)
         return build_searchers(bundle.index, bundle.retrieval, bundle.encoder, bundle.bm25, bundle.has_gate)
 
     return load

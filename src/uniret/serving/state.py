@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,17 +28,19 @@ Loader = Callable[[Path], dict[str, Searcher]]
 PROBE_QID = "probe"
 # pyjnius is not safe for concurrent calls from several Python threads: under 16 clients with a
 # reload in flight we saw `IncompatibleClassChangeError` on Lucene result maps. Every retrieval
-# step (Lucene through pyjnius, plus the cheap faiss/numpy parts of the same searcher) runs under
-# this process-wide lock; query encoding (ONNX Runtime, the costly part) stays outside it.
+# step of a searcher that calls Java (Lucene through pyjnius, plus the cheap faiss/numpy parts of
+# the same searcher) runs under this process-wide lock; searchers without Java (dense, in-memory
+# lexical/uni) and query encoding (ONNX Runtime) run outside it, so requests use every core.
 RETRIEVAL_LOCK = threading.RLock()
 
 
 def search_one(searcher: Searcher, qid: str, query: str, k: int):
-    """`searcher.search({qid: query}, k)` with the encoding outside RETRIEVAL_LOCK and retrieval inside."""
+    """`searcher.search({qid: query}, k)` with the encoding outside RETRIEVAL_LOCK and retrieval
+    inside it when the searcher calls Java (`searcher.uses_jvm`)."""
     batch = QueryBatch.from_dict({qid: query})
     if searcher.encoder is not None:
         batch.encoded = searcher.encoder.encode(batch.texts, is_query=True)
-    with RETRIEVAL_LOCK:
+    with RETRIEVAL_LOCK if searcher.uses_jvm else nullcontext():
         return searcher.search_batch(batch, k)
 
 
