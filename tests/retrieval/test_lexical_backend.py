@@ -12,7 +12,9 @@ import pytest
 from uniret.config.loader import ConfigError, build
 from uniret.config.retrieval import RetrievalConfig
 from uniret.lexical.impact import build_impact_index
+from uniret.retrieval.base import QueryBatch
 from uniret.retrieval.bundle import choose_lexical_backend, open_bundle
+from uniret.retrieval.encoding import EncodedTexts
 from uniret.retrieval.lexical import LexicalSearcher, LuceneImpactIndex, MemoryImpactIndex
 from uniret.retrieval.modes import build_searchers
 from uniret.retrieval.ranking import tie_ranks, top_k_ranked
@@ -68,6 +70,16 @@ def test_memory_backend_ranks_like_lucene(encoded_slice, backends):
     # the memory backend's own order is already `ranked` order (no re-sort needed downstream)
     for hits in runs["memory"].values():
         assert list(hits) == [d for d, _ in ranked(hits)]
+
+
+def test_lucene_single_query_path_equals_batch_path(encoded_slice, backends):
+    """One query goes through SimpleImpactSearcher.search, several through batch_search: same hits."""
+    batch = encoded_slice.batch
+    together = LexicalSearcher(backends["lucene"]).search_batch(batch, TOP)
+    for i, qid in enumerate(batch.ids[:5]):
+        alone = QueryBatch(ids=[qid], texts=[batch.texts[i]], encoded=EncodedTexts(sparse=batch.encoded.sparse[i]))
+        got = LexicalSearcher(backends["lucene"]).search_batch(alone, TOP)[qid]
+        assert got and ranked(got) == ranked(together[qid])
 
 
 def test_uni_top10_is_the_same_over_both_backends(encoded_slice, backends):
