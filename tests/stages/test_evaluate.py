@@ -29,13 +29,16 @@ def _perfect(qrels: dict[str, dict[str, int]]) -> dict[str, dict[str, float]]:
 
 
 @pytest.fixture
-def upstream(tiny_ctx, shared_data):
+def upstream(tiny_ctx, shared_data, monkeypatch):
     """Validated tiny slices of every eval dataset, and BM25 runs that are perfect on every
     other judged query (sorted ids 0, 2, 4, ...) and empty on the rest. Returns {dataset: share of
     perfect queries}, i.e. the expected value of the PERFECT_METRICS.
 
     Queries judging a doc whose id equals their own (cranfield 225, medline 5: the id spaces
     collide) go to the empty half, since ignore_identical_ids would drop that relevant hit."""
+    # Only BM25 (plus what a test registers): the model sources would encode corpora for minutes.
+    for name in [n for n in RUN_SOURCES if n != "bm25"]:
+        monkeypatch.delitem(RUN_SOURCES, name)
     data_cfg = tiny_ctx.params.section("data")
     validated = tiny_ctx.stage_dir("validate") / VALIDATED_DATA
     bm25_runs = tiny_ctx.stage_dir("bm25") / "runs"
@@ -180,3 +183,10 @@ def test_strict_reference_miss_fails_the_stage_and_keeps_old_outputs(tiny_ctx, u
     with pytest.raises(StageFailed, match="bm25 scifact ndcg@10"):
         evaluate.run(strict)
     assert (tiny_ctx.stage_dir("evaluate") / "metrics.json").read_text() == before
+
+
+def test_missing_reference_file_fails_before_any_work(tiny_ctx, upstream):
+    ctx = _with(tiny_ctx, evaluate={"expected_scores": ["benchmarks/expected/nope.yaml"]})
+    with pytest.raises(FileNotFoundError, match="nope.yaml"):
+        evaluate.run(ctx)
+    assert not ctx.stage_dir("evaluate").exists()

@@ -85,7 +85,11 @@ def run(ctx: StageContext) -> dict[str, Any]:
     inputs = {"validated_data": ctx.stage_dir("validate") / VALIDATED_DATA}
     for src in sources:
         inputs.update(src.inputs(ctx))
-    inputs.update({f"expected:{p.name}": p for p in _expected_paths(ctx, cfg.expected_scores)})
+    expected = _expected_paths(ctx, cfg.expected_scores)
+    missing = [str(p) for p in expected if not p.is_file()]
+    if missing:  # fail before minutes of encoding, not after
+        raise FileNotFoundError(f"evaluate.expected_scores: file(s) not found: {', '.join(missing)}")
+    inputs.update({f"expected:{p.name}": p for p in expected})
     with stage_output(ctx, STAGE, sections=["data", STAGE], inputs=inputs) as (out, manifest):
         try:
             runs, source_report = collect_runs(ctx, sources)
