@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from uniret.config import Params
+from uniret.config import ConfigError, Params
 from uniret.data.beir import BeirDataset
 from uniret.data.slicing import write_slice
 from uniret.errors import StageFailed
@@ -186,7 +186,21 @@ def test_strict_reference_miss_fails_the_stage_and_keeps_old_outputs(tiny_ctx, u
 
 
 def test_missing_reference_file_fails_before_any_work(tiny_ctx, upstream):
-    ctx = _with(tiny_ctx, evaluate={"expected_scores": ["benchmarks/expected/nope.yaml"]})
+    # Unsliced data: the reference check will run, so a missing file fails before any encoding.
+    ctx = _unsliced(tiny_ctx, evaluate={"expected_scores": ["benchmarks/expected/nope.yaml"]})
     with pytest.raises(FileNotFoundError, match="nope.yaml"):
         evaluate.run(ctx)
     assert not ctx.stage_dir("evaluate").exists()
+    # Sliced data (tiny): the check is skipped, so the missing file does not matter.
+    sliced = _with(tiny_ctx, evaluate={"expected_scores": ["benchmarks/expected/nope.yaml"]})
+    assert evaluate.run(sliced)["expected"]["status"] == "skipped"
+
+
+def test_sources_param_selects_and_rejects(tiny_ctx, upstream, monkeypatch):
+    monkeypatch.setitem(RUN_SOURCES, "oracle", _Oracle)
+    only_bm25 = _with(tiny_ctx, evaluate={"sources": ["bm25"]})
+    doc = evaluate.run(only_bm25)
+    assert set(doc["macro"]) == {"bm25"}  # the registered oracle source was not scored
+    bad = _with(tiny_ctx, evaluate={"sources": ["bm25", "nope"]})
+    with pytest.raises(ConfigError, match="nope"):
+        evaluate.run(bad)

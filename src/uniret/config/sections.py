@@ -106,6 +106,8 @@ class EvaluateConfig:
     # reference-score files (relative to params.yaml's folder), checked on unsliced data only
     expected_scores: list[str] = field(default_factory=lambda: ["benchmarks/expected/bm25.yaml"])
     strict_expected: bool = False  # true: a reference-score miss fails the stage; false: logged
+    # run sources to score (names in uniret.evaluation.sources.RUN_SOURCES); null = all registered
+    sources: list[str] | None = None
 
     def validate(self) -> None:
         from uniret.evaluation.metrics import parse_metric

@@ -17,8 +17,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from uniret.errors import StageFailed
 from uniret.kubeflow.project import build
 from uniret.kubeflow.task import PARAMS_ENV, WORKDIR_ARTIFACTS, parse_overrides
 from uniret.stages.runtime import MANIFEST
+from uniret.utils.envvars import temporary_env
 from uniret.utils.jsonio import read_json
 
 log = logging.getLogger("uniret.kubeflow")
@@ -42,23 +42,6 @@ class LocalRun:
     outputs: Path  # kfp.local's folder of this run (task artifacts: manifests, metrics, markdown)
     workdir: Path
     manifests: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-@contextmanager
-def _environ(updates: dict[str, str | None]) -> Iterator[None]:
-    """Set environment variables (None: leave as is) for the task subprocesses, then restore."""
-    saved = {k: os.environ.get(k) for k in updates}
-    try:
-        for key, value in updates.items():
-            if value is not None:
-                os.environ[key] = value
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def import_kfp_local() -> Any:
@@ -117,7 +100,7 @@ def run_local(
         "UNIRET_DATA": str(Path(data).resolve()) if data else None,
     }
     try:
-        with _environ(env), warnings.catch_warnings():
+        with temporary_env(env), warnings.catch_warnings():
             # Expected here by design: Kubernetes settings are no-ops locally, and the image
             # name has no "python" in it (the tasks run in this interpreter instead).
             warnings.filterwarnings("ignore", message=".*no effect in the current local runner")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from uniret.tracking.wandb_logger import wandb_dirs
+from uniret.utils.envvars import temporary_env
 
 log = logging.getLogger("uniret.tracking")
 
@@ -59,16 +60,8 @@ def contained_env(base: Path) -> Iterator[dict[str, str]]:
     env = wandb_dirs(base)
     for path in env.values():
         Path(path).mkdir(parents=True, exist_ok=True)
-    saved = {key: os.environ.get(key) for key in env}
-    os.environ.update(env)
-    try:
+    with temporary_env(env):
         yield env
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def _publish_report(run, content: RunContent, project: str, entity: str | None) -> str | None:
