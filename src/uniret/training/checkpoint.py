@@ -11,11 +11,12 @@ from __future__ import annotations
 import logging
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from uniret.utils.files import atomic_open
 
 log = logging.getLogger("uniret.training")
 
@@ -51,16 +52,8 @@ def save_checkpoint(directory: str | os.PathLike, step: int, state: dict[str, An
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / checkpoint_name(step)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            torch.save({"format": FORMAT_VERSION, "step": step, **state}, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_open(path, "wb") as fh:
+        torch.save({"format": FORMAT_VERSION, "step": step, **state}, fh)
     prune_checkpoints(directory, keep)
     log.info("checkpoint step %d -> %s", step, path)
     return path

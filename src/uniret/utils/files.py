@@ -6,8 +6,10 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 CHUNK = 1 << 20
 
@@ -21,24 +23,34 @@ def _current_umask() -> int:
 _UMASK = _current_umask()
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write `text` to a temp file beside `path`, then rename it over `path`."""
+@contextmanager
+def atomic_open(path: str | os.PathLike, mode: str = "w") -> Iterator[IO[Any]]:
+    """Yield a file opened in a temp file beside `path`; on success fsync and rename it over `path`.
+
+    On any error the temp file is removed and `path` keeps its previous content.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         # mkstemp creates 0600; published files (metrics, manifests, pointers) must be readable
         # by other users of the volume (serving pods), so apply the usual umask-based mode.
         os.fchmod(fd, 0o666 & ~_UMASK)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return path
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write `text` to a temp file beside `path`, then rename it over `path`."""
+    with atomic_open(path, "w") as fh:
+        fh.write(text)
+    return Path(path)
 
 
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
