@@ -167,3 +167,21 @@ def test_gate_params_are_typed_and_checked(tmp_path):
     path.write_text("gate: {max_regression: 'a lot'}\n")
     with pytest.raises(ConfigError, match="gate.max_regression: expected a number"):
         load_params(path, "cpu").section("gate")
+
+
+def test_candidate_system_defaults_to_the_serve_mode_of_the_active_recipe(tiny_ctx):
+    import copy
+
+    from uniret.config import Params
+    from uniret.evaluation.gate import resolve_gate_config
+
+    def with_values(recipe: str, candidate: str | None) -> Params:
+        raw = copy.deepcopy(tiny_ctx.params.raw)
+        raw["model"]["recipe"] = recipe
+        raw["gate"]["candidate_system"] = candidate
+        return Params(raw=raw, profile="tiny")
+
+    assert resolve_gate_config(with_values("unifier", None)).candidate_system == "uni"
+    assert resolve_gate_config(with_values("clear", None)).candidate_system == "clear"
+    assert resolve_gate_config(with_values("led", None)).candidate_system == "dense"
+    assert resolve_gate_config(with_values("clear", "clear/dense")).candidate_system == "clear/dense"  # explicit wins

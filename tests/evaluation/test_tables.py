@@ -33,3 +33,24 @@ def test_table_rows_and_macro_rows():
 def test_no_zero_shot_rows_when_empty():
     doc = {**DOC, "zero_shot_macro": {}}
     assert "zero-shot" not in metrics_table(doc, ["map"])
+
+
+def test_system_table_pivots_systems_by_dataset_with_a_secondary_metric():
+    from uniret.evaluation.tables import system_table
+
+    lines = system_table({**DOC, "train_dataset": "train"}, "mrr@10", "map", decimals=2).splitlines()
+    assert lines[0] == "| system | train (in-domain) | zs | zero-shot macro |"
+    swapped = system_table({**DOC, "train_dataset": "zs"}, "mrr@10").splitlines()[0]
+    assert swapped == "| system | zs (in-domain) | train | zero-shot macro |"  # the in-domain column first
+    assert lines[1] == "| --- | ---: | ---: | ---: |"
+    assert lines[2] == "| good | 1.00 (1.00) | 0.25 (0.25) | 0.25 |"
+    assert lines[3] == "| half | 0.50 (0.50) | 0.50 | 0.50 |"  # no secondary value: the metric alone
+    assert len(lines) == 4
+
+
+def test_system_table_lists_baselines_before_trained_systems():
+    from uniret.evaluation.tables import system_table
+
+    doc = {"datasets": {"d": {"unifier/uni": {"m": 0.5}, "zeroshot-minilm/dense": {"m": 0.4}, "bm25": {"m": 0.3}}}}
+    rows = [line.split(" | ")[0] for line in system_table(doc, "m").splitlines()[2:]]
+    assert rows == ["| bm25", "| zeroshot-minilm/dense", "| unifier/uni"]

@@ -14,7 +14,8 @@ from uniret.lexical.bm25 import build_bm25_index
 from uniret.retrieval.base import encode_queries
 from uniret.retrieval.modes import build_searchers, memory_corpus_index
 
-ALL_MODES = ["bm25", "dense", "lexical", "uni", "hybrid", "rrf", "exhaustive"]
+ALL_MODES = ["bm25", "dense", "lexical", "uni", "hybrid", "rrf", "exhaustive", "clear"]
+BM25_WEIGHT = 0.5
 K = 20
 
 
@@ -24,7 +25,7 @@ def searchers(encoded_slice, retrieval_cfg, tmp_path_factory):
     bm25_dir = tmp_path_factory.mktemp("bm25") / "scifact"
     build_bm25_index(encoded_slice.dataset, bm25_dir, bm25_cfg)
     cfg = dataclasses.replace(retrieval_cfg, modes=ALL_MODES)
-    index = memory_corpus_index(encoded_slice.docids, encoded_slice.docs, cfg, bm25_dir)
+    index = memory_corpus_index(encoded_slice.docids, encoded_slice.docs, cfg, bm25_dir, BM25_WEIGHT)
     return build_searchers(index, cfg, encoded_slice.encoder, bm25_cfg, has_gate=False)
 
 
@@ -62,11 +63,23 @@ def test_search_with_raw_text_equals_pre_encoded(searchers, encoded_slice):
     assert direct == searchers["uni"].search_batch(batch, K)
 
 
-def test_missing_inputs_skip_a_mode_with_a_warning(encoded_slice, retrieval_cfg, caplog):
-    cfg = dataclasses.replace(retrieval_cfg, modes=["dense", "uni_gated", "bm25"])
+def test_clear_mode_is_eq5_over_the_bm25_and_dense_runs(searchers, encoded_slice):
+    from uniret.models.clear import dualrm_fuse
+
+    depth = searchers["clear"].depth
+    bm25 = searchers["bm25"].search_batch(encoded_slice.batch, depth)
+    dense = searchers["dense"].search_batch(encoded_slice.batch, depth)
+    run = searchers["clear"].search_batch(encoded_slice.batch, K)
+    for qid in encoded_slice.batch.ids:
+        assert run[qid] == dict(dualrm_fuse(bm25[qid], dense[qid], BM25_WEIGHT, K))
+
+
+def test_missing_inputs_skip_a_mode_with_a_log_line(encoded_slice, retrieval_cfg, caplog):
+    cfg = dataclasses.replace(retrieval_cfg, modes=["dense", "uni_gated", "bm25", "clear"])
     index = memory_corpus_index(encoded_slice.docids, encoded_slice.docs, cfg)
-    with caplog.at_level("WARNING", logger="uniret.retrieval"):
+    with caplog.at_level("INFO", logger="uniret.retrieval"):
         built = build_searchers(index, cfg, encoded_slice.encoder, None, has_gate=False)
     assert list(built) == ["dense"]
     assert "uni_gated skipped: missing gate" in caplog.text
     assert "bm25 skipped: missing bm25" in caplog.text
+    assert "clear skipped: missing bm25, bm25_weight" in caplog.text  # a model not trained on BM25's residual

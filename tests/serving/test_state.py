@@ -157,3 +157,20 @@ def test_close_searchers_closes_shared_parts_once():
 def test_default_mode_falls_back_to_an_offered_mode():
     assert pick_default_mode(["dense", "bm25"], "uni") == "bm25"
     assert pick_default_mode(["dense", "uni"], "uni") == "uni"
+
+
+def test_bundle_serve_mode_comes_from_the_recipe_recorded_in_the_manifest(tmp_path):
+    import json
+
+    from uniret.retrieval.bundle import FORMAT_VERSION, MANIFEST
+    from uniret.serving.state import bundle_serve_mode
+
+    clear = tmp_path / "clear"
+    clear.mkdir()
+    (clear / MANIFEST).write_text(json.dumps({"format": FORMAT_VERSION, "model": {"serve_mode": "clear"}}))
+    older = tmp_path / "older"
+    older.mkdir()
+    (older / MANIFEST).write_text(json.dumps({"format": FORMAT_VERSION, "model": {}}))
+    assert bundle_serve_mode(clear) == "clear"
+    assert bundle_serve_mode(older) == "uni"  # bundles from before serve_mode was recorded
+    assert bundle_serve_mode(tmp_path / "missing") == "uni"  # the loader itself reports the missing bundle

@@ -88,7 +88,9 @@ def test_bundle_loads_into_searchers_that_work(built):
     from uniret.retrieval.modes import build_searchers
 
     searchers = build_searchers(bundle.index, bundle.retrieval, bundle.encoder, bundle.bm25, bundle.has_gate)
-    assert sorted(searchers) == sorted(ctx.params.section("retrieval").modes)
+    # every configured mode but clear: a UnifieR bundle records no CLEAR weight (bm25_weight)
+    assert bundle.index.bm25_weight is None
+    assert sorted(searchers) == sorted(m for m in ctx.params.section("retrieval").modes if m != "clear")
     queries = ctx.dataset("scifact").split_queries("test")
     batch = encode_queries(queries, bundle.encoder)
     docids = set(bundle.index.docids)
@@ -118,7 +120,7 @@ def test_load_searchers_and_the_evaluate_run_source(built):
 
     source = BundleSource()
     runs = source.runs(ctx)
-    expected_systems = [m for m in ctx.params.section("retrieval").modes if m != "bm25"]
+    expected_systems = [m for m in ctx.params.section("retrieval").modes if m not in ("bm25", "clear")]
     assert sorted(runs) == sorted(expected_systems)
     for system in expected_systems:
         assert sorted(runs[system]) == sorted(EVAL)
@@ -132,6 +134,7 @@ def test_load_searchers_and_the_evaluate_run_source(built):
     cache = ctx.artifacts / ctx.params.section("training").evaluation.cache_dir
     labels = [json.loads(p.read_text()).get("label") for p in cache.glob("*/meta.json")]
     assert "bundle/nfcorpus" in labels
+    assert "index/scifact" in labels  # the index stage hands its train-corpus encodings to evaluate
     again = BundleSource().runs(ctx)
     assert again["uni"]["nfcorpus"] == runs["uni"]["nfcorpus"]
 
@@ -143,6 +146,21 @@ def test_find_checkpoint_prefers_the_most_trained_stage(tiny_ctx):
     assert index_stage.find_checkpoint(tiny_ctx, "warmup")[0] == "warmup"
     with pytest.raises(FileNotFoundError, match="distill"):
         index_stage.find_checkpoint(tiny_ctx, "distill")
+
+
+def test_bundle_records_the_clear_weight_of_the_recipe_that_trained_the_model(tiny_ctx):
+    from uniret.stages.runtime import MANIFEST as STAGE_MANIFEST
+    from uniret.utils.files import atomic_write_json
+
+    model_dir = tiny_ctx.stage_dir("warmup") / "model"
+    model_dir.mkdir(parents=True)
+    (model_dir / "weights.bin").write_bytes(b"w")
+    clear_weight = tiny_ctx.params.section("model").recipes["clear"].bm25_weight
+    for recipe, weight, mode in (("clear", clear_weight, "clear"), ("unifier", None, "uni")):
+        atomic_write_json(tiny_ctx.stage_dir("warmup") / STAGE_MANIFEST, {"stage": "warmup", "recipe": recipe})
+        info = index_stage._model_info(tiny_ctx, object(), "warmup", model_dir)
+        assert (info["recipe"], info["bm25_weight"], info["serve_mode"]) == (recipe, weight, mode)
+    assert weight is None and tiny_ctx.params.section("model").recipes["clear"].bm25_weight == 0.5
 
 
 def test_index_without_checkpoint_fails_and_writes_nothing(tiny_ctx):
@@ -161,7 +179,7 @@ def test_evaluate_stage_scores_every_bundle_mode(built, monkeypatch):
     monkeypatch.setattr(evaluate, "RUN_SOURCES", {k: sources.RUN_SOURCES[k] for k in ("bm25", "bundle")})
     evaluate.run(ctx)
     doc = json.loads((ctx.stage_dir("evaluate") / "metrics.json").read_text())
-    modes = [m for m in ctx.params.section("retrieval").modes if m != "bm25"]
+    modes = [m for m in ctx.params.section("retrieval").modes if m not in ("bm25", "clear")]
     for dataset in EVAL:
         systems = doc["datasets"][dataset]
         assert {"bm25", *modes} <= set(systems)

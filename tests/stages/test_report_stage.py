@@ -52,9 +52,9 @@ def test_report_writes_pngs_markdown_and_offline_wandb_run(ctx, tmp_path):
     (prod_src / "manifest.json").write_text("{}")
     promote(tmp_path / "registry", prod_src, evaluation=_metrics(0.69, 0.35),
             decision={"passed": True, "candidate": "uni"}, lineage={}, version="v1", dvc_push=False)
-    for stage in ("evaluate", "gate", "index"):
+    for stage, seconds in (("evaluate", 300.0), ("gate", 1.0), ("index", 120.0)):
         (art / stage).mkdir(parents=True)
-        (art / stage / "manifest.json").write_text("{}")
+        (art / stage / "manifest.json").write_text(json.dumps({"seconds": seconds}))
     (art / "evaluate" / "metrics.json").write_text(json.dumps(_metrics(0.70, 0.30)))
     decision = {"passed": False, "candidate": "uni", "production": "v1", "checks": [
         {"name": "no_regression", "dataset": "nfcorpus", "value": 0.30, "threshold": 0.34, "passed": False,
@@ -78,6 +78,8 @@ def test_report_writes_pngs_markdown_and_offline_wandb_run(ctx, tmp_path):
     assert "| nfcorpus | 0.3000 | 0.3500 | -0.0500 | 0.3200 | -0.0200 |" in text
     assert "continual: no training log" in text  # absent logs are named, not silently dropped
     assert "![training loss](training_loss.png)" in text
+    # stage wall times from the manifests, in DAG order, with their total
+    assert "| index | 120 |\n| evaluate | 300 |\n| gate | 1 |\n| **total** | **421** |" in text
 
     run_dir = Path(out["wandb"]["run_dir"])
     assert out["wandb"]["mode"] == "offline"

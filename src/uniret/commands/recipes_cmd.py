@@ -15,7 +15,7 @@ def _compare(args: argparse.Namespace) -> int:
     unknown = sorted(set(recipes) - set(RECIPES))
     if unknown:
         raise SystemExit(f"unknown recipe(s) {unknown}; known: {list(RECIPES)}")
-    compare_recipes(ctx, recipes, train=not args.no_train, zeroshot=not args.no_zeroshot)
+    compare_recipes(ctx, recipes, train=not args.no_train, zeroshot=not args.no_zeroshot, retrain=args.retrain)
     return 0
 
 
@@ -30,5 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_common_args(c)
     c.add_argument("--recipes", nargs="+", default=None, help="recipes to run (default: all four)")
     c.add_argument("--no-train", action="store_true", help="score the models already under artifacts/recipes/")
+    c.add_argument("--retrain", action="store_true",
+                   help="train the recipe of the main DAG again too (default: score its models in artifacts/<stage>/)")
     c.add_argument("--no-zeroshot", action="store_true", help="leave out the untrained starting models")
     c.set_defaults(func=_compare)

@@ -14,7 +14,9 @@ class GateConfig:
     explicit "skipped: no budget configured" entry of the decision, never a silent pass.
     """
 
-    candidate_system: str = "uni"  # a system key of evaluate's metrics.json ("uni", "unifier/hybrid", ...)
+    # a system key of evaluate's metrics.json ("uni", "clear", "unifier/hybrid", ...); None: the bundle
+    # mode the active recipe serves (training.recipes.<recipe>.serve_mode), see resolve_gate_config
+    candidate_system: str | None = None
     baseline_system: str = "bm25"
     metric: str = "ndcg@10"
     macro_key: Literal["macro", "zero_shot_macro"] = "macro"

@@ -42,18 +42,60 @@ def read_params_file(path: str | os.PathLike) -> dict[str, Any]:
     return raw
 
 
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+REPLACE_KEY = "_replace"  # in a profile mapping: replace the base mapping instead of merging into it
+
+
+def _strip_optional(tp: Any) -> Any:
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return args[0] if len(args) == 1 else tp
+    return tp
+
+
+def _child_type(tp: Any, key: str) -> Any:
+    """The declared type of `key` inside a value of type `tp` (None when unknown)."""
+    tp = _strip_optional(tp)
+    if dataclasses.is_dataclass(tp):
+        return typing.get_type_hints(tp).get(key)
+    if typing.get_origin(tp) is dict and len(typing.get_args(tp)) == 2:
+        return typing.get_args(tp)[1]
+    return None
+
+
+def _holds_named_configs(tp: Any) -> bool:
+    """True for dict[str, <dataclass>]: a mapping whose entries are whole configs."""
+    tp = _strip_optional(tp)
+    args = typing.get_args(tp)
+    return typing.get_origin(tp) is dict and len(args) == 2 and dataclasses.is_dataclass(_strip_optional(args[1]))
+
+
+def merge_overrides(base: dict[str, Any], override: dict[str, Any], where: str = "", tp: Any = None) -> dict[str, Any]:
+    """Deep-merge profile `override` into `base` (neither is modified); `tp` is base's config type.
+
+    A mapping holding `_replace: true` replaces the base mapping (so `{_replace: true}` clears it).
+    A profile may not add an entry to a mapping of named configs (dict[str, <dataclass>]) that the
+    base lacks: a partial entry such as `{doc_max_length: 128}` would silently become a whole
+    config built from defaults.
+    """
     out = dict(base)
     for key, value in override.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
+        path = f"{where}.{key}" if where else str(key)
+        if isinstance(value, dict) and value.get(REPLACE_KEY) is True:
+            out[key] = {k: v for k, v in value.items() if k != REPLACE_KEY}
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge_overrides(out[key], value, path, _child_type(tp, key))
+        elif key not in out and _holds_named_configs(tp):
+            raise ConfigError(
+                f"{path}: the profile adds an entry the base section does not define; define it in the "
+                f"base section (profiles only override), or give the whole mapping with `{REPLACE_KEY}: true`"
+            )
         else:
             out[key] = value
     return out
 
 
-def resolve_section(raw: dict[str, Any], profile: str | None, where: str) -> dict[str, Any]:
-    """Return a section's values with the named profile's overrides applied."""
+def resolve_section(raw: dict[str, Any], profile: str | None, where: str, tp: Any = None) -> dict[str, Any]:
+    """Return a section's values with the named profile's overrides applied (`tp`: its config class)."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: must be a mapping, got {type(raw).__name__}")
     values = {k: v for k, v in raw.items() if k != PROFILE_KEY}
@@ -64,7 +106,7 @@ def resolve_section(raw: dict[str, Any], profile: str | None, where: str) -> dic
         override = profiles[profile] or {}
         if not isinstance(override, dict):
             raise ConfigError(f"{where}.{PROFILE_KEY}.{profile}: must be a mapping")
-        values = _merge(values, override)
+        values = merge_overrides(values, override, f"{where}.{PROFILE_KEY}.{profile}", tp)
     return values
 
 

@@ -29,6 +29,9 @@ class ModelConfig:
     # dense bi-encoder (LED student, CLEAR embedding model)
     pooling: Literal["cls", "mean"] = "cls"
     normalize: bool = False
+    # with normalize: query vectors times this, so scores are scale * cosine (CLEAR adds them to BM25
+    # scores: a pretrained cosine model keeps its geometry and still spans BM25's score range)
+    query_scale: float | None = None
     # CLEAR replaces [CLS] by [QRY] / [DOC] markers; BERT vocabularies reserve [unusedN] tokens for that
     query_marker: str | None = None
     doc_marker: str | None = None
@@ -55,6 +58,8 @@ class ModelConfig:
             raise ValueError(f"agg_dim must be even (each slice splits into S+ and S-), got {self.agg_dim}")
         if self.dropout is not None and not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.query_scale is not None and self.query_scale <= 0:
+            raise ValueError(f"query_scale must be > 0 or null, got {self.query_scale}")
 
 
 @dataclass

@@ -62,7 +62,7 @@ class Params:
             return self._cache[name]
         cls = cls or section_class(name)
         where = f"{self.path or 'params'}: {name}"
-        values = resolve_section(self.raw.get(name) or {}, self.profile, where)
+        values = resolve_section(self.raw.get(name) or {}, self.profile, where, cls)
         obj = build(cls, values, where)
         self._cache[name] = obj
         return obj

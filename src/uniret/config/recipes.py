@@ -10,7 +10,7 @@ says "skipped by recipe <name>", so the DAG keeps its shape.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from uniret.config.models import ModelConfig
 from uniret.config.training import TrainConfig
@@ -31,6 +31,12 @@ class RecipePlan:
     lexical_miner: Literal["model", "teacher"] = "model"
     # evaluate: the modes of this recipe's final model, reported as "<recipe>/<mode>"
     eval_modes: list[str] = field(default_factory=lambda: ["dense", "lexical", "uni", "hybrid"])
+    # the bundle mode this recipe's models are served and gated in (gate.candidate_system: null)
+    serve_mode: str = "uni"
+    # per-stage overrides of training.<stage>.train for this recipe, e.g. {warmup: {max_steps: 100,
+    # lr: 2.0e-5}}: a 6-layer MiniLM step costs several SPLADE-tiny steps on a CPU, and a pretrained
+    # retriever is fine-tuned gently. warmup_steps scale with max_steps unless given.
+    train: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def validate(self) -> None:
         bad = [s for s in self.stages if s not in TRAINING_STAGES]
@@ -46,6 +52,11 @@ class RecipePlan:
         bad = [c for c in self.mine_channels if c not in ("dense", "sparse")]
         if bad or not self.mine_channels:
             raise ValueError(f"mine_channels: choose from dense, sparse (got {self.mine_channels})")
+        bad = sorted(set(self.train) - {"warmup", "reranker", "continual", "distill"})
+        if bad:
+            raise ValueError(f"train: overrides name training stages (warmup, reranker, continual, distill), got {bad}")
+        if self.serve_mode not in EVAL_MODES:
+            raise ValueError(f"serve_mode: unknown mode {self.serve_mode!r}; known: {list(EVAL_MODES)}")
         bad = [m for m in self.eval_modes if m not in EVAL_MODES]
         if bad:
             raise ValueError(f"eval_modes: unknown mode(s) {bad}; known: {list(EVAL_MODES)}")
@@ -103,6 +114,9 @@ class ModelEvalConfig:
     doc_batch_size: int = 32
     # CLEAR: docs taken from each of the BM25 and embedding runs before Eq. 5 interpolation
     clear_depth: int = 1000
+    # lambda_test of the "clear" mode of zero-shot models (BM25 + the untrained embedding model):
+    # the baseline that shows what CLEAR's residual training adds
+    zeroshot_bm25_weight: float = 0.5
 
     def validate(self) -> None:
         unknown = sorted(set(self.zeroshot_modes) - set(self.zeroshot))

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 # Every mode a Searcher can be built for; `modes:` in params.yaml picks a subset.
-MODES = ("bm25", "dense", "lexical", "uni", "uni_gated", "hybrid", "rrf", "exhaustive")
+MODES = ("bm25", "dense", "lexical", "uni", "uni_gated", "hybrid", "rrf", "exhaustive", "clear")
 
 
 @dataclass

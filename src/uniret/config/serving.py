@@ -15,7 +15,9 @@ class ServeConfig:
     default_k: int = 10
     max_query_chars: int = 1000
     max_body_bytes: int = 16_384  # bodies above this are refused with 413 before JSON parsing
-    default_mode: str = "uni"  # must be a mode the bundle offers (checked at load time)
+    # None: the mode the bundle's recipe serves (its manifest's serve_mode: uni, clear, dense),
+    # else uni; a mode the bundle does not offer falls back to the first offered (logged)
+    default_mode: str | None = None
     workers: int = 1  # uvicorn processes; each loads the bundle and watches the pointer
     threads: int = 4  # search threads per process (requests beyond this wait in a queue)
     onnx_threads: int | None = None  # intra-op threads of the ONNX query encoder; None: onnxruntime's choice

@@ -3,10 +3,12 @@
 Where each run comes from (recorded in `provenance` and in the evaluate log):
 - the bundle's own corpus (data.train_dataset): the bundle's faiss index, Lucene impact index and
   BM25 index, queries encoded by the bundle's ONNX query encoder: exactly what serving runs;
-- any other eval dataset: its corpus encoded by the bundle's ONNX document encoder (cached per
-  exported graph and corpus, uniret.retrieval.corpus_cache) into in-memory structures (faiss per retrieval.dense, exact sparse products with the same
-  quantization as the Lucene impact index), queries by the ONNX query encoder; BM25 there
-  uses that dataset's index from the bm25 stage.
+- any other eval dataset: its corpus encoded by the bundle's ONNX document encoder into in-memory
+  structures (faiss per retrieval.dense, exact sparse products with the same quantization as the
+  Lucene impact index), queries by the ONNX query encoder; BM25 there uses that dataset's index
+  from the bm25 stage. Corpus encodings are cached under the checkpoint's identity
+  (uniret.retrieval.corpus_cache.encoder_key), shared with the "trained" source: the checkpoint
+  is encoded once per corpus, by ONNX Runtime (faster on CPU) when this source runs first.
 Systems are named after their mode ("dense", "lexical", "uni", "hybrid", ...). The bundle's
 "bm25" mode is not reported: the bm25 source already scores the same Lucene BM25 runs.
 """
@@ -18,6 +20,7 @@ import logging
 from pathlib import Path
 
 from uniret.evaluation.sources import Runs, SourceUnavailable, eval_datasets
+from uniret.retrieval.corpus_cache import encoder_key
 from uniret.stages.runtime import StageContext
 from uniret.utils.files import hash_path
 
@@ -26,6 +29,14 @@ log = logging.getLogger("uniret.evaluation")
 BUNDLE = "bundle"  # artifacts/index/bundle
 BM25_INDEXES = "indexes"  # artifacts/bm25/indexes/<dataset>
 SKIPPED_MODES = ("bm25",)  # scored by the bm25 source
+
+
+def bundle_encoder_key(manifest: dict, onnx_dir: Path) -> str:
+    """Cache identity of the bundle's encoder: its checkpoint's (as the torch sources key it), else its graphs."""
+    info = manifest.get("model") or {}
+    if info.get("config") and info.get("checkpoint_sha256"):
+        return encoder_key(info["config"], info["checkpoint_sha256"])
+    return "onnx-" + hashlib.sha256(f"{hash_path(onnx_dir)}|{manifest['doc_max_length']}".encode()).hexdigest()[:24]
 
 
 class BundleSource:
@@ -56,12 +67,8 @@ class BundleSource:
         cfg = ctx.params.section("retrieval")
         data = ctx.params.section("data")
         bundle = open_bundle(self._bundle_dir(ctx), cfg)
-        # ONNX encodings of the other corpora are cached beside the torch ones of the model sources,
-        # keyed by the exported graphs: a new bundle re-encodes, a re-run of evaluate does not.
         cache_root = ctx.artifacts / ctx.params.section("training").evaluation.cache_dir
-        model_id = "onnx-" + hashlib.sha256(
-            f"{hash_path(bundle.path / ONNX_DIR)}|{bundle.manifest['doc_max_length']}".encode()
-        ).hexdigest()[:24]
+        model_id = bundle_encoder_key(bundle.manifest, bundle.path / ONNX_DIR)
         modes = [m for m in cfg.modes if m not in SKIPPED_MODES]
         runs: Runs = {}
         for name in eval_datasets(ctx):
@@ -77,7 +84,8 @@ class BundleSource:
                     label=f"bundle/{name}",
                 )
                 bm25_dir = ctx.stage_dir("bm25") / BM25_INDEXES / name
-                index = memory_corpus_index(docids, encoded, cfg, bm25_dir if bm25_dir.is_dir() else None)
+                index = memory_corpus_index(docids, encoded, cfg, bm25_dir if bm25_dir.is_dir() else None,
+                                            bundle.index.bm25_weight)
             searchers = build_searchers(index, cfg, bundle.encoder, bundle.bm25, bundle.has_gate, modes)
             batch = encode_queries(dataset.split_queries(data.eval_split), bundle.encoder)
             for mode, searcher in searchers.items():

@@ -7,6 +7,7 @@ skipped checks are listed in the decision, never counted as passes.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -87,6 +88,16 @@ class Decision:
             "production": self.production,
             "checks": [c.to_dict() for c in self.checks],
         }
+
+
+def resolve_gate_config(params) -> GateConfig:
+    """The `gate` section with `candidate_system` filled in: null means the bundle mode the active
+    recipe serves (training.recipes.<model.recipe>.serve_mode: uni for UnifieR, clear for CLEAR...)."""
+    cfg: GateConfig = params.section("gate")
+    if cfg.candidate_system:
+        return cfg
+    recipe = params.section("model").recipe
+    return dataclasses.replace(cfg, candidate_system=params.section("training").plan(recipe).serve_mode)
 
 
 def _check(name: str, dataset: str | None, value: float, threshold: float, ok: bool, reason: str) -> Check:

@@ -5,7 +5,8 @@
   dense, lexical, uni (lexical top-K then + dense score, UnifieR 3.4), hybrid / rrf (fused runs),
   exhaustive, and clear (DualRM Eq. 5: lambda_test * BM25 + embedding score over both runs).
 - "zeroshot": the untrained starting models of `training.evaluation.zeroshot` (SPLADE-tiny,
-  MiniLM), systems "zeroshot-<name>/<mode>".
+  MiniLM), systems "zeroshot-<name>/<mode>"; mode clear fuses an untrained embedding model with
+  BM25 (Eq. 5, `zeroshot_bm25_weight`), the baseline of the CLEAR recipe.
 Search is in memory and exact (faiss flat, exact sparse products over quantized impacts, the
 retrieval modules of uniret.retrieval). Corpus encodings are cached per (model hash, corpus)
 under artifacts/<training.evaluation.cache_dir>, so an unchanged model is never re-encoded.
@@ -135,5 +136,6 @@ class ZeroShotSource:
         for name, cfg in ecfg.zeroshot.items():
             model = build_model(cfg).eval()
             modes = ecfg.zeroshot_modes.get(name) or ["dense" if "dense" in model.channels else "lexical"]
-            runs.update(model_runs(ctx, model, model.tokenizer, model_key(model), modes, f"zeroshot-{name}"))
+            runs.update(model_runs(ctx, model, model.tokenizer, model_key(model), modes, f"zeroshot-{name}",
+                                   ecfg.zeroshot_bm25_weight))
         return runs

@@ -4,7 +4,9 @@ Each recipe runs the same stage functions as the DAG (uniret.stages.<stage>.run)
 `model.recipe` set to it, into artifacts/recipes/<recipe>/ (the validate and bm25 outputs are
 linked from the main artifacts, so every recipe trains on the same data and negatives). Its
 final model is scored by the "trained" run source; BM25 and the untrained starting models come
-from the main artifacts. Writes artifacts/recipes/compare.json (the metrics.json schema of the
+from the main artifacts. The recipe the main DAG trained (its final model's manifest names it) is
+not trained again: its models under artifacts/<stage>/ are scored, with the DAG's stage times,
+unless `retrain` is set. Writes artifacts/recipes/compare.json (the metrics.json schema of the
 evaluate stage) and compare.md.
 """
 
@@ -28,6 +30,7 @@ RECIPES_DIR = "recipes"
 SHARED_STAGES = ("validate", "bm25")  # read by every recipe, produced once
 COMPARE_JSON = "compare.json"
 COMPARE_MD = "compare.md"
+SUMMARY_METRIC, SUMMARY_SECONDARY = "ndcg@10", "recall@100"  # the summary table's cells: "nDCG@10 (R@100)"
 
 
 @dataclass
@@ -66,12 +69,32 @@ def train_recipe(ctx: StageContext, recipe: str) -> RecipeRun:
     return RecipeRun(recipe, rctx, seconds)
 
 
-def compare_recipes(ctx: StageContext, recipes: list[str], train: bool = True, zeroshot: bool = True) -> dict[str, Any]:
+def dag_recipe_run(ctx: StageContext, recipe: str) -> RecipeRun | None:
+    """The main DAG's training of `recipe` (artifacts/<stage>/), if its final model came from that recipe."""
+    from uniret.evaluation.model_source import final_checkpoint
+    from uniret.evaluation.sources import SourceUnavailable
+    from uniret.stages.runtime import MANIFEST, read_manifest
+
+    try:
+        _, path = final_checkpoint(ctx)
+    except SourceUnavailable:
+        return None
+    if read_manifest(path.parent).get("recipe") != recipe:
+        return None
+    seconds = {stage: read_manifest(ctx.stage_dir(stage)).get("seconds")
+               for stage in TRAINING_STAGES if (ctx.stage_dir(stage) / MANIFEST).is_file()}
+    log.info("recipe %s: scoring the main DAG's models under %s (stage seconds %s)", recipe, ctx.artifacts, seconds)
+    return RecipeRun(recipe, ctx, seconds)
+
+
+def compare_recipes(
+    ctx: StageContext, recipes: list[str], train: bool = True, zeroshot: bool = True, retrain: bool = False
+) -> dict[str, Any]:
     """Train (optionally) and score `recipes` beside BM25 and the starting models; write the comparison."""
     from uniret.evaluation.model_source import TrainedModelSource, ZeroShotSource
     from uniret.evaluation.scoring import score_systems
     from uniret.evaluation.sources import Bm25Source
-    from uniret.evaluation.tables import metrics_table
+    from uniret.evaluation.tables import metrics_table, system_table
     from uniret.utils.files import atomic_write_json, atomic_write_text
 
     data = ctx.params.section("data")
@@ -81,16 +104,22 @@ def compare_recipes(ctx: StageContext, recipes: list[str], train: bool = True, z
         runs.update(ZeroShotSource().runs(ctx))
     timings: dict[str, dict[str, float]] = {}
     for recipe in recipes:
-        result = train_recipe(ctx, recipe) if train else RecipeRun(recipe, recipe_context(ctx, recipe), {})
+        result = None if retrain else dag_recipe_run(ctx, recipe)
+        if result is None:
+            result = train_recipe(ctx, recipe) if train else RecipeRun(recipe, recipe_context(ctx, recipe), {})
         start = time.perf_counter()
         runs.update(TrainedModelSource().runs(result.ctx))
         timings[recipe] = {**result.seconds, "evaluate": round(time.perf_counter() - start, 1)}
     qrels = {name: ctx.dataset(name).qrels(data.eval_split) for name in data.eval_datasets}
     scores = score_systems(qrels, runs, ecfg.metrics, ecfg.ignore_identical_ids, data.train_dataset)
-    doc = {**scores.doc, "recipes": recipes, "seconds": timings, "profile": ctx.profile}
+    doc = {**scores.doc, "recipes": recipes, "seconds": timings, "profile": ctx.profile,
+           "train_dataset": data.train_dataset}
     out: Path = ctx.artifacts / RECIPES_DIR
     atomic_write_json(out / COMPARE_JSON, doc)
     table = metrics_table(scores.doc, [m for m in ecfg.metrics if m in ("ndcg@10", "recall@100")] or ecfg.metrics)
-    atomic_write_text(out / COMPARE_MD, f"# Recipes compared ({ctx.profile} profile, {data.eval_split} split)\n\n{table}")
+    summary = system_table(doc, SUMMARY_METRIC, SUMMARY_SECONDARY)
+    atomic_write_text(out / COMPARE_MD, f"# Recipes compared ({ctx.profile} profile, {data.eval_split} split)\n\n"
+                                        f"{SUMMARY_METRIC} ({SUMMARY_SECONDARY}) per system and dataset:\n\n"
+                                        f"{summary}\n## All figures\n\n{table}")
     log.info("recipe comparison -> %s\n%s", out / COMPARE_JSON, table)
     return doc

@@ -123,6 +123,7 @@ def render(
     figures: dict[str, str],
     notes: list[str],
     wandb: dict[str, Any],
+    stage_seconds: dict[str, float] | None = None,
 ) -> str:
     """The whole report.md."""
     lines = [
@@ -150,6 +151,10 @@ def render(
     lines += [f"![{title}]({name})" for title, name in figures.items()] or ["(none)"]
     if notes:
         lines += ["", "Not plotted:"] + [f"- {n}" for n in notes]
+    if stage_seconds:
+        lines += ["", "## Stage wall times", "", "| stage | seconds |", "|---|---:|"]
+        lines += [f"| {stage} | {sec:.0f} |" for stage, sec in stage_seconds.items()]
+        lines.append(f"| **total** | **{sum(stage_seconds.values()):.0f}** |")
     lines += ["", "## W&B", "", f"- mode: {wandb.get('mode')}; {wandb.get('status')}"]
     if wandb.get("run_dir"):
         lines.append(f"- run folder: `{wandb['run_dir']}` (upload: `wandb sync {wandb['run_dir']}`)")

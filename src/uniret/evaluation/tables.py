@@ -35,3 +35,35 @@ def metrics_table(doc: dict[str, Any], metrics: Sequence[str]) -> str:
             if values:
                 lines.append(_row([f"**{label}**", system, "", *[_cell(values.get(m)) for m in metrics]]))
     return "\n".join(lines) + "\n"
+
+
+def system_table(doc: dict[str, Any], metric: str, secondary: str | None = None, decimals: int = 3) -> str:
+    """A markdown table with one row per system and one column per dataset, then the zero-shot macro.
+
+    Cells read "metric (secondary)", e.g. "0.730 (0.961)" for nDCG@10 (Recall@100); a value a
+    system lacks shows as "-". The in-domain dataset (`train_dataset`) comes first; BM25 and the
+    untrained "zeroshot-*" baselines come before the trained systems, each group in first-seen order.
+    """
+    train = doc.get("train_dataset")
+    datasets = sorted(doc.get("datasets", {}), key=lambda d: d != train)
+    seen = dict.fromkeys(s for values in doc.get("datasets", {}).values() for s in values)
+    systems = sorted(seen, key=lambda s: 0 if s == "bm25" else 1 if s.startswith("zeroshot-") else 2)
+
+    def cell(values: dict[str, float] | None) -> str:
+        if not values or values.get(metric) is None:
+            return "-"
+        text = f"{values[metric]:.{decimals}f}"
+        if secondary and values.get(secondary) is not None:
+            text += f" ({values[secondary]:.{decimals}f})"
+        return text
+
+    names = [f"{d} (in-domain)" if d == train else d for d in datasets]
+    zero_shot = doc.get("zero_shot_macro") or {}
+    header = ["system", *names] + (["zero-shot macro"] if zero_shot else [])
+    lines = [_row(header), _row(["---"] + ["---:"] * (len(header) - 1))]
+    for system in systems:
+        cells = [cell(doc["datasets"][d].get(system)) for d in datasets]
+        if zero_shot:
+            cells.append(cell({metric: (zero_shot.get(system) or {}).get(metric)}))
+        lines.append(_row([system, *cells]))
+    return "\n".join(lines) + "\n"

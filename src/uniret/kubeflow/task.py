@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from uniret.config.loader import PROFILE_KEY, ConfigError, _merge
+from uniret.config.loader import PROFILE_KEY, ConfigError, merge_overrides
 from uniret.config.params import Params
 from uniret.data.errors import DataError, DataProblem
 from uniret.stages.runtime import MANIFEST, StageContext, make_context, run_stage
@@ -103,7 +103,7 @@ def with_overrides(params: Params, section: str, values: dict[str, Any]) -> Para
     raw = dict(params.raw)
     body = dict(raw.get(section) or {})
     profiles = dict(body.get(PROFILE_KEY) or {})
-    profiles[params.profile] = _merge(profiles.get(params.profile) or {}, values)
+    profiles[params.profile] = merge_overrides(profiles.get(params.profile) or {}, values)
     body[PROFILE_KEY] = profiles
     raw[section] = body
     return Params(raw=raw, profile=params.profile, path=params.path)

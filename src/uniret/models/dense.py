@@ -27,6 +27,7 @@ class DenseEncoder(RetrievalEncoder):
         normalize: bool = False,
         query_marker_id: int | None = None,
         doc_marker_id: int | None = None,
+        query_scale: float | None = None,
         dropout: float | None = None,
         pretrained: bool = True,
     ):
@@ -36,6 +37,7 @@ class DenseEncoder(RetrievalEncoder):
         self.encoder = load_backbone(backbone, with_mlm_head=False, dropout=dropout, pretrained=pretrained)
         self.pooling = pooling
         self.normalize = normalize
+        self.query_scale = query_scale
         self.marker_ids = {True: query_marker_id, False: doc_marker_id}
 
     def _mark(self, input_ids: torch.Tensor, is_query: bool) -> torch.Tensor:
@@ -53,6 +55,8 @@ class DenseEncoder(RetrievalEncoder):
         vec = cls_pool(hidden) if self.pooling == "cls" else mean_pool(hidden, attention_mask)
         if self.normalize:
             vec = F.normalize(vec, dim=-1)
+        if is_query and self.query_scale is not None:
+            vec = vec * self.query_scale  # scores = scale * <q, d>; rankings per query are unchanged
         return Encoded(dense=vec)
 
 

@@ -55,6 +55,7 @@ def _construct(cfg: ModelConfig, tokenizer, backbone: str, pretrained: bool) -> 
             cfg.normalize,
             marker_id(tokenizer, cfg.query_marker),
             marker_id(tokenizer, cfg.doc_marker),
+            query_scale=cfg.query_scale,
             **common,
         )
     if cfg.arch == "splade":

@@ -129,6 +129,7 @@ def open_bundle(bundle_dir: str | Path, cfg: RetrievalConfig | None = None, thre
     elif backend == "memory":
         index.lexical = index.impacts
         index.provenance["lexical"] = f"bundle impacts in memory ({IMPACTS_FILE}, inverted index)"
+    index.bm25_weight = (manifest.get("model") or {}).get("bm25_weight")
     if (path / BM25_DIR).is_dir():
         index.bm25_dir = path / BM25_DIR
         index.provenance["bm25"] = f"bundle Lucene BM25 index ({BM25_DIR}/)"

@@ -31,12 +31,23 @@ log = logging.getLogger("uniret.retrieval")
 META = "meta.json"
 
 
+def encoder_key(config: dict | None, weights: str, name: str = "") -> str:
+    """Identity of an encoder from its config (a dict) and a hash of its weights.
+
+    Shared by the torch model sources and the bundle source (which reads both from the bundle
+    manifest), so one checkpoint's corpus encodings are computed once, by whichever runs first:
+    the index stage checks that the ONNX graphs match the checkpoint (export parity).
+    """
+    described = json.dumps(config, sort_keys=True) if config is not None else name
+    return hashlib.sha256(f"{described}|{weights}".encode()).hexdigest()[:24]
+
+
 def model_key(model, checkpoint: Path | None = None) -> str:
     """Identity of an encoder: its checkpoint folder's contents, else its config (a pretrained start)."""
     cfg = getattr(model, "model_config", None)
-    config = json.dumps(dataclasses.asdict(cfg), sort_keys=True) if cfg is not None else type(model).__name__
+    config = dataclasses.asdict(cfg) if cfg is not None else None
     weights = hash_path(checkpoint) if checkpoint is not None else "pretrained"
-    return hashlib.sha256(f"{config}|{weights}".encode()).hexdigest()[:24]
+    return encoder_key(config, weights, type(model).__name__)
 
 
 def cache_entry(root: Path, model_id: str, corpus_path: Path) -> Path:

@@ -19,6 +19,7 @@ from uniret.config.retrieval import RetrievalConfig
 from uniret.config.sections import Bm25Config
 from uniret.retrieval.base import Searcher
 from uniret.retrieval.bm25 import Bm25ModeSearcher
+from uniret.retrieval.clear import ClearSearcher
 from uniret.retrieval.dense import DenseSearcher, build_faiss_index, to_search_device
 from uniret.retrieval.encoding import EncodedTexts, TextEncoder
 from uniret.retrieval.exhaustive import ExhaustiveSearcher
@@ -39,14 +40,16 @@ class CorpusIndex:
     lexical: ImpactIndex | None = None
     impacts: MemoryImpactIndex | None = None  # in-memory impacts, for exhaustive scoring
     bm25_dir: Path | None = None
+    bm25_weight: float | None = None  # CLEAR lambda_test of the indexed model (None: not a BM25-residual model)
     provenance: dict[str, str] = field(default_factory=dict)
 
 
 def memory_corpus_index(
-    docids: list[str], encoded: EncodedTexts, cfg: RetrievalConfig, bm25_dir: Path | None = None
+    docids: list[str], encoded: EncodedTexts, cfg: RetrievalConfig, bm25_dir: Path | None = None,
+    bm25_weight: float | None = None,
 ) -> CorpusIndex:
     """Index structures built in memory from document encodings (faiss per params, exact impacts)."""
-    index = CorpusIndex(docids=list(docids), bm25_dir=bm25_dir)
+    index = CorpusIndex(docids=list(docids), bm25_dir=bm25_dir, bm25_weight=bm25_weight)
     if encoded.dense is not None:
         index.doc_vectors = np.ascontiguousarray(encoded.dense, dtype=np.float32)
         index.dense = to_search_device(build_faiss_index(index.doc_vectors, cfg.dense), cfg.dense)
@@ -71,6 +74,7 @@ def _needs(mode: str, cfg: RetrievalConfig) -> set[str]:
         "uni": {"lexical", "vectors"},
         "uni_gated": {"lexical", "vectors", "gate"},
         "exhaustive": {"impacts", "vectors"},
+        "clear": {"bm25", "dense", "bm25_weight"},
     }[mode]
 
 
@@ -83,7 +87,8 @@ def build_searchers(
     modes: list[str] | None = None,
 ) -> dict[str, Searcher]:
     """{mode: Searcher} for `modes` (default cfg.modes); modes whose inputs are missing are skipped
-    with a warning naming what is missing (e.g. uni_gated for a model without a query gate)."""
+    with a log line naming what is missing (e.g. uni_gated for a model without a query gate, clear
+    for a model not trained on BM25's residual)."""
     have = {
         "dense": index.dense is not None,
         "vectors": index.doc_vectors is not None,
@@ -91,6 +96,7 @@ def build_searchers(
         "impacts": index.impacts is not None,
         "bm25": index.bm25_dir is not None and bm25_cfg is not None,
         "gate": has_gate,
+        "bm25_weight": index.bm25_weight is not None,
     }
     built: dict[str, Searcher] = {}
 
@@ -107,6 +113,8 @@ def build_searchers(
             searcher = UniSearcher(index.lexical, index.doc_vectors, cfg.uni.k, gated=mode == "uni_gated", encoder=encoder)
         elif mode == "exhaustive":
             searcher = ExhaustiveSearcher(index.impacts, index.doc_vectors, encoder=encoder)
+        elif mode == "clear":
+            searcher = ClearSearcher(make("bm25"), make("dense"), index.bm25_weight, cfg.fusion.depth)
         else:  # hybrid, rrf
             parts = [make(m) for m in cfg.fusion.runs]
             searcher = FusionSearcher(parts, mode, cfg.fusion.depth, cfg.fusion.alpha, cfg.fusion.rrf_k)
@@ -117,7 +125,7 @@ def build_searchers(
     for mode in modes or cfg.modes:
         missing = sorted(n for n in _needs(mode, cfg) if not have[n])
         if missing:
-            log.warning("retrieval mode %s skipped: missing %s", mode, ", ".join(missing))
+            log.info("retrieval mode %s skipped: missing %s", mode, ", ".join(missing))
             continue
         out[mode] = make(mode)
     return out

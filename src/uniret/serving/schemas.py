@@ -34,7 +34,7 @@ def search_request_model(cfg: ServeConfig) -> type[SearchRequestBase]:
     class SearchRequest(SearchRequestBase):
         query: str = Field(min_length=1, max_length=cfg.max_query_chars, description="query text")
         mode: str | None = Field(
-            default=None, description=f"retrieval mode offered by the bundle (default {cfg.default_mode})"
+            default=None, description=f"retrieval mode offered by the bundle (default {cfg.default_mode or 'the bundle recipe mode'})"
         )
         k: int = Field(default=cfg.default_k, ge=1, le=cfg.max_k, description="number of documents returned")
 

@@ -108,6 +108,19 @@ def probe_searchers(searchers: dict[str, Searcher], query: str, k: int) -> None:
             raise BundleLoadError(f"probe query in mode {mode!r} returned no ranking for the query")
 
 
+FALLBACK_MODE = "uni"  # bundles that record no serve_mode (UnifieR models)
+
+
+def bundle_serve_mode(path: Path) -> str:
+    """The mode the bundle's recipe serves (index stage manifest: model.serve_mode), else uni."""
+    from uniret.retrieval.bundle import read_bundle_manifest
+
+    try:
+        return (read_bundle_manifest(path).get("model") or {}).get("serve_mode") or FALLBACK_MODE
+    except (OSError, ValueError):  # the loader reports an unreadable bundle itself
+        return FALLBACK_MODE
+
+
 def pick_default_mode(modes: list[str], preferred: str) -> str:
     """`preferred` when offered, else the first offered mode in MODES order."""
     if preferred in modes:
@@ -120,7 +133,7 @@ def pick_default_mode(modes: list[str], preferred: str) -> str:
 class ServingState:
     """Holder of the live bundle; thread-safe reload and lease."""
 
-    def __init__(self, loader: Loader, probe_query: str, default_mode: str, probe_k: int = 10):
+    def __init__(self, loader: Loader, probe_query: str, default_mode: str | None, probe_k: int = 10):
         self._loader = loader
         self._probe_query = probe_query
         self._default_mode = default_mode
@@ -168,7 +181,7 @@ class ServingState:
                 version=version,
                 path=Path(path),
                 searchers=searchers,
-                default_mode=pick_default_mode(list(searchers), self._default_mode),
+                default_mode=pick_default_mode(list(searchers), self._default_mode or bundle_serve_mode(Path(path))),
                 loaded_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             )
             with self._lock:

@@ -48,7 +48,7 @@ def run_biencoder_stage(
     recipe = active_recipe(ctx)
     if not recipe.runs(stage):
         return write_skipped(ctx, stage, recipe.name)
-    cfg = getattr(recipe.training, stage)
+    cfg = recipe.stage_config(stage)
     terms = ctx.params.section("losses").terms(recipe.name, stage)
     torch.manual_seed(cfg.train.seed)
     inputs = {}

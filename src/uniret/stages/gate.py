@@ -12,7 +12,7 @@ from typing import Any
 
 from uniret.config.gate import GateConfig
 from uniret.config.paths import resolve_path
-from uniret.evaluation.gate import GateInputs, ProductionRef, decide, decision_markdown
+from uniret.evaluation.gate import GateInputs, ProductionRef, decide, decision_markdown, resolve_gate_config
 from uniret.registry.bundles import read_manifest
 from uniret.registry.configured import registry_root
 from uniret.registry.pointer import POINTER, read_pointer
@@ -63,7 +63,7 @@ def gather_inputs(ctx: StageContext, cfg: GateConfig) -> tuple[GateInputs, dict[
 
 def run(ctx: StageContext) -> dict[str, Any]:
     """Decide whether the candidate may be promoted; never raises on a blocked decision."""
-    cfg: GateConfig = ctx.params.section("gate")
+    cfg: GateConfig = resolve_gate_config(ctx.params)
     inputs, files = gather_inputs(ctx, cfg)
     decision = decide(cfg, inputs)
     with stage_output(ctx, "gate", sections=["gate"], inputs=files) as (out, manifest):

@@ -27,7 +27,8 @@ from uniret.retrieval.bundle import BM25_DIR, FORMAT_VERSION, MANIFEST, ONNX_DIR
 from uniret.retrieval.bundle_write import write_index_structures
 from uniret.retrieval.encoding import TorchTextEncoder
 from uniret.retrieval.sparse import vocab_tokens
-from uniret.stages.runtime import StageContext, stage_output
+from uniret.stages.runtime import MANIFEST as STAGE_MANIFEST
+from uniret.stages.runtime import StageContext, read_manifest, stage_output
 from uniret.utils.files import atomic_write_json, hash_path
 
 log = logging.getLogger("uniret.stages.index")
@@ -58,15 +59,37 @@ def _parity_texts(dataset: BeirDataset, split: str, cfg: IndexConfig) -> tuple[l
     return list(islice(queries.values(), n_q)), [d.contents for d in islice(dataset.iter_corpus(), n_d)]
 
 
-def _model_info(model, stage: str, model_dir: Path) -> dict[str, Any]:
+def _model_info(ctx: StageContext, model, stage: str, model_dir: Path) -> dict[str, Any]:
     config = getattr(model, "model_config", None)
+    trained_by = model_dir.parent  # the training stage's folder: its manifest names the recipe
+    recipe = read_manifest(trained_by).get("recipe") if (trained_by / STAGE_MANIFEST).is_file() else None
+    recipe_cfg = ctx.params.section("model").recipes.get(recipe) if recipe else None
+    plans = ctx.params.section("training").recipes
     return {
         "source_stage": stage,
         "checkpoint": str(model_dir),
         "checkpoint_sha256": hash_path(model_dir),
         "class": type(model).__name__,
         "config": dataclasses.asdict(config) if config is not None else None,
+        "recipe": recipe,
+        # CLEAR lambda_test: serving's "clear" mode adds BM25 with the weight the model was trained for
+        "bm25_weight": recipe_cfg.bm25_weight if recipe_cfg is not None else None,
+        # the mode serving answers in by default and the gate judges (training.recipes.<recipe>.serve_mode)
+        "serve_mode": plans[recipe].serve_mode if recipe in plans else None,
     }
+
+
+def _seed_encoding_cache(ctx: StageContext, info: dict[str, Any], dataset: BeirDataset, docids: list[str],
+                         encoded) -> None:
+    """Store the corpus encodings under the checkpoint's cache key: the evaluate stage scores this
+    checkpoint on this corpus too (trained source) and then reads them instead of encoding again."""
+    from uniret.retrieval.corpus_cache import cached_corpus_encoding, encoder_key
+
+    if info.get("config") is None:
+        return
+    root = ctx.artifacts / ctx.params.section("training").evaluation.cache_dir
+    cached_corpus_encoding(root, encoder_key(info["config"], info["checkpoint_sha256"]), dataset.corpus_path, docids,
+                           lambda: encoded, label=f"index/{dataset.name}")
 
 
 def run(ctx: StageContext) -> dict[str, Any]:
@@ -87,7 +110,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
     log.info("index: %s checkpoint %s, corpus %s", stage, model_dir, dataset.name)
 
     inputs = {"model": model_dir, "corpus": dataset.corpus_path, "bm25_index": bm25_index}
-    with stage_output(ctx, STAGE, sections=["data", "index", "retrieval", "bm25"], inputs=inputs) as (tmp, manifest):
+    with stage_output(ctx, STAGE, sections=["data", "index", "retrieval", "bm25", "model"], inputs=inputs) as (tmp, manifest):
         bundle = tmp / BUNDLE
         outputs = export_encoders(model, tokenizer, bundle / ONNX_DIR, cfg.export, qlen, dlen)
         tokenizer.save_pretrained(str(bundle / TOKENIZER_DIR))
@@ -110,6 +133,8 @@ def run(ctx: StageContext) -> dict[str, Any]:
         metrics: dict[str, Any] = write_index_structures(
             bundle, [d.id for d in docs], encoded, vocab_tokens(tokenizer), rcfg
         )
+        info = _model_info(ctx, model, stage, model_dir)
+        _seed_encoding_cache(ctx, info, dataset, [d.id for d in docs], encoded)
         shutil.copytree(bm25_index, bundle / BM25_DIR)
         metrics.update(
             corpus_encoder=cfg.corpus_encoder,
@@ -121,7 +146,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
             {
                 "format": FORMAT_VERSION,
                 "train_dataset": dataset.name,
-                "model": _model_info(model, stage, model_dir),
+                "model": info,
                 "query_max_length": qlen,
                 "doc_max_length": dlen,
                 "index_types": {

@@ -16,6 +16,7 @@ from uniret.config.gate import GateConfig
 from uniret.config.paths import resolve_path
 from uniret.config.report import ReportConfig
 from uniret.evaluation import plots
+from uniret.evaluation.gate import resolve_gate_config
 from uniret.evaluation.regression import Comparison, compare, render
 from uniret.evaluation.train_logs import LOSS, SPARSITY_COLUMNS, STEP, Columns, find_train_logs
 from uniret.registry.bundles import read_manifest
@@ -100,10 +101,24 @@ def wandb_base(ctx: StageContext, cfg: ReportConfig) -> Path:
     return Path(os.environ.get("WANDB_DIR") or resolve_path(ctx.params, cfg.wandb_dir))
 
 
+def stage_seconds(ctx: StageContext) -> dict[str, float]:
+    """{stage: wall seconds} from the manifests of the stages that ran before the report, DAG order."""
+    from uniret.stages import STAGES
+    from uniret.stages.runtime import MANIFEST
+
+    out = {}
+    for stage in STAGES[: STAGES.index("report")]:
+        path = ctx.stage_dir(stage) / MANIFEST
+        seconds = read_json(path).get("seconds") if path.is_file() else None
+        if isinstance(seconds, (int, float)):
+            out[stage] = float(seconds)
+    return out
+
+
 def run(ctx: StageContext) -> dict[str, Any]:
     """Write artifacts/report/{report.md, *.png} and the W&B run."""
     cfg: ReportConfig = ctx.params.section("report")
-    gate: GateConfig = ctx.params.section("gate")
+    gate: GateConfig = resolve_gate_config(ctx.params)
     metrics_path = ctx.require("evaluate") / METRICS_JSON
     metrics = read_json(metrics_path)
     decision, decision_absent = read_optional_json(ctx.stage_dir("gate") / DECISION_JSON, "gate decision")
@@ -123,12 +138,14 @@ def run(ctx: StageContext) -> dict[str, Any]:
         figures.update(train_figs)
         notes += train_notes
         images = {Path(name).stem: out / name for name in figures.values()}
+        seconds = stage_seconds(ctx)
         draft = render(cmp, metrics, profile=ctx.profile, decision=decision, decision_absent=decision_absent,
-                       figures=figures, notes=notes, wandb={"mode": "pending", "status": "logging"})
+                       figures=figures, notes=notes, wandb={"mode": "pending", "status": "logging"},
+                       stage_seconds=seconds)
         outcome = log_run(wandb_content(ctx, cmp, metrics, decision, images, draft), project=cfg.wandb_project,
                           entity=cfg.wandb_entity, mode=cfg.wandb_mode, base_dir=wandb_base(ctx, cfg))
         text = render(cmp, metrics, profile=ctx.profile, decision=decision, decision_absent=decision_absent,
-                      figures=figures, notes=notes, wandb=outcome.to_dict())
+                      figures=figures, notes=notes, wandb=outcome.to_dict(), stage_seconds=seconds)
         atomic_write_text(out / REPORT_MD, text)
         manifest["metrics"] = {"figures": sorted(figures.values()), "wandb": outcome.to_dict(), "notes": notes,
                                "production": cmp.production}

@@ -38,7 +38,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
     recipe = active_recipe(ctx)
     if not recipe.runs(STAGE):
         return write_skipped(ctx, STAGE, recipe.name)
-    cfg = recipe.training.reranker
+    cfg = recipe.stage_config("reranker")
     torch.manual_seed(cfg.train.seed)
     model = build_model(ctx.params.section("model").reranker).train()
     negatives = negatives_file(ctx, "mine")

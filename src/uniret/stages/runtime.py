@@ -37,6 +37,9 @@ class StageContext:
     params: Params
     data_root: Path
     artifacts: Path
+    # wall-clock start of the stage being run (set by run_stage), so manifests time the whole
+    # stage (training, encoding), not just the writing of its outputs
+    started: float | None = None
 
     @property
     def profile(self) -> str:
@@ -110,7 +113,7 @@ def stage_output(
         "versions": versions(),
         "metrics": {},
     }
-    start = time.time()
+    start = ctx.started if ctx.started is not None else time.time()
     try:
         yield tmp, manifest
         manifest["seconds"] = round(time.time() - start, 3)
@@ -137,4 +140,8 @@ def read_manifest(path: Path) -> dict[str, Any]:
 def run_stage(stage: str, ctx: StageContext) -> dict[str, Any]:
     """Import `uniret.stages.<stage>` and call its `run(ctx)`."""
     module = importlib.import_module(f"uniret.stages.{stage}")
-    return module.run(ctx)
+    ctx.started = time.time()
+    try:
+        return module.run(ctx)
+    finally:
+        ctx.started = None

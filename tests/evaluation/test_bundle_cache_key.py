@@ -1,0 +1,28 @@
+"""The bundle source and the trained source share corpus encodings of the same checkpoint."""
+
+from __future__ import annotations
+
+import json
+
+from uniret.evaluation.bundle_source import bundle_encoder_key
+from uniret.retrieval.bundle import MANIFEST, ONNX_DIR
+from uniret.retrieval.corpus_cache import model_key
+
+
+def test_bundle_key_equals_the_trained_source_key_of_its_checkpoint(tiny_bundle):
+    from uniret.models.factory import load_model
+
+    manifest = json.loads((tiny_bundle / MANIFEST).read_text())
+    checkpoint = tiny_bundle.parent.parent / "warmup" / "model"
+    model, _ = load_model(checkpoint)
+    assert bundle_encoder_key(manifest, tiny_bundle / ONNX_DIR) == model_key(model, checkpoint)
+
+    # another checkpoint (one byte of weights) is another key
+    other = dict(manifest, model=dict(manifest["model"], checkpoint_sha256="0" * 64))
+    assert bundle_encoder_key(other, tiny_bundle / ONNX_DIR) != model_key(model, checkpoint)
+
+
+def test_bundle_without_checkpoint_identity_falls_back_to_its_graphs(tiny_bundle):
+    manifest = json.loads((tiny_bundle / MANIFEST).read_text())
+    key = bundle_encoder_key(dict(manifest, model={}), tiny_bundle / ONNX_DIR)
+    assert key.startswith("onnx-")
