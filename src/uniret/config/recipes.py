@@ -114,9 +114,6 @@ class ModelEvalConfig:
     doc_batch_size: int = 32
     # CLEAR: docs taken from each of the BM25 and embedding runs before Eq. 5 interpolation
     clear_depth: int = 1000
-    # lambda_test of the "clear" mode of zero-shot models (BM25 + the untrained embedding model):
-    # the baseline that shows what CLEAR's residual training adds
-    zeroshot_bm25_weight: float = 0.5
 
     def validate(self) -> None:
         unknown = sorted(set(self.zeroshot_modes) - set(self.zeroshot))

@@ -6,7 +6,7 @@
   exhaustive, and clear (DualRM Eq. 5: lambda_test * BM25 + embedding score over both runs).
 - "zeroshot": the untrained starting models of `training.evaluation.zeroshot` (SPLADE-tiny,
   MiniLM), systems "zeroshot-<name>/<mode>"; mode clear fuses an untrained embedding model with
-  BM25 (Eq. 5, `zeroshot_bm25_weight`), the baseline of the CLEAR recipe.
+  BM25 with the CLEAR recipe's lambda_test (Eq. 5): the baseline of what residual training adds.
 Search is in memory and exact (faiss flat, exact sparse products over quantized impacts, the
 retrieval modules of uniret.retrieval). Corpus encodings are cached per (model hash, corpus)
 under artifacts/<training.evaluation.cache_dir>, so an unchanged model is never re-encoded.
@@ -18,7 +18,8 @@ import logging
 from pathlib import Path
 
 from uniret.evaluation.sources import Runs, SourceUnavailable, eval_datasets
-from uniret.retrieval.runs import Run, read_run
+from uniret.retrieval.clear import clear_runs
+from uniret.retrieval.runs import read_run
 from uniret.stages.runtime import StageContext, read_manifest
 
 log = logging.getLogger("uniret.evaluation")
@@ -26,13 +27,6 @@ log = logging.getLogger("uniret.evaluation")
 FINAL_STAGES = ("distill", "continual", "warmup")  # the most trained checkpoint first
 BM25_RUNS = "runs"  # artifacts/bm25/runs/<dataset>.trec
 RETRIEVAL_MODES = ("dense", "lexical", "uni", "hybrid", "rrf", "exhaustive")
-
-
-def clear_runs(dense: Run, bm25: Run, bm25_weight: float, k: int) -> Run:
-    """CLEAR/DualRM test-time interpolation (Eq. 5) of an embedding run with the BM25 run."""
-    from uniret.models.clear import dualrm_fuse
-
-    return {q: dict(dualrm_fuse(bm25.get(q, {}), dense.get(q, {}), bm25_weight, k)) for q in dense}
 
 
 def model_runs(
@@ -132,10 +126,12 @@ class ZeroShotSource:
         from uniret.retrieval.corpus_cache import model_key
 
         ecfg = ctx.params.section("training").evaluation
+        clear_recipe = ctx.params.section("model").recipes.get("clear")
+        bm25_weight = clear_recipe.bm25_weight if clear_recipe is not None else None
         runs: Runs = {}
         for name, cfg in ecfg.zeroshot.items():
             model = build_model(cfg).eval()
             modes = ecfg.zeroshot_modes.get(name) or ["dense" if "dense" in model.channels else "lexical"]
             runs.update(model_runs(ctx, model, model.tokenizer, model_key(model), modes, f"zeroshot-{name}",
-                                   ecfg.zeroshot_bm25_weight))
+                                   bm25_weight))
         return runs

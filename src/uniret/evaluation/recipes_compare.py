@@ -73,7 +73,7 @@ def dag_recipe_run(ctx: StageContext, recipe: str) -> RecipeRun | None:
     """The main DAG's training of `recipe` (artifacts/<stage>/), if its final model came from that recipe."""
     from uniret.evaluation.model_source import final_checkpoint
     from uniret.evaluation.sources import SourceUnavailable
-    from uniret.stages.runtime import MANIFEST, read_manifest
+    from uniret.stages.runtime import read_manifest, stage_seconds
 
     try:
         _, path = final_checkpoint(ctx)
@@ -81,8 +81,7 @@ def dag_recipe_run(ctx: StageContext, recipe: str) -> RecipeRun | None:
         return None
     if read_manifest(path.parent).get("recipe") != recipe:
         return None
-    seconds = {stage: read_manifest(ctx.stage_dir(stage)).get("seconds")
-               for stage in TRAINING_STAGES if (ctx.stage_dir(stage) / MANIFEST).is_file()}
+    seconds = stage_seconds(ctx, TRAINING_STAGES)
     log.info("recipe %s: scoring the main DAG's models under %s (stage seconds %s)", recipe, ctx.artifacts, seconds)
     return RecipeRun(recipe, ctx, seconds)
 

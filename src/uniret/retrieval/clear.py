@@ -13,6 +13,11 @@ from uniret.retrieval.base import QueryBatch, Searcher
 from uniret.retrieval.runs import Run
 
 
+def clear_runs(dense: Run, bm25: Run, bm25_weight: float, k: int) -> Run:
+    """Eq. 5 per query of `dense`: its hits and the query's BM25 hits, fused, top k."""
+    return {q: dict(dualrm_fuse(bm25.get(q, {}), hits, bm25_weight, k)) for q, hits in dense.items()}
+
+
 class ClearSearcher(Searcher):
     """Fuses a BM25 searcher and a dense searcher with DualRM Eq. 5."""
 
@@ -30,6 +35,5 @@ class ClearSearcher(Searcher):
 
     def search_batch(self, batch: QueryBatch, k: int) -> Run:
         depth = max(self.depth, k)
-        lexical = self.bm25.search_batch(batch, depth)
-        semantic = self.dense.search_batch(batch, depth)
-        return {q: dict(dualrm_fuse(lexical.get(q, {}), semantic.get(q, {}), self.bm25_weight, k)) for q in batch.ids}
+        return clear_runs(self.dense.search_batch(batch, depth), self.bm25.search_batch(batch, depth),
+                          self.bm25_weight, k)

@@ -56,7 +56,12 @@ def cache_entry(root: Path, model_id: str, corpus_path: Path) -> Path:
     return Path(root) / hashlib.sha256(f"{model_id}|{corpus}".encode()).hexdigest()[:24]
 
 
-def _save(folder: Path, docids: list[str], encoded: EncodedTexts, meta: dict) -> None:
+def _save(folder: Path, model_id: str, corpus_path: Path, docids: list[str], encoded: EncodedTexts,
+          label: str) -> None:
+    """Write one cache entry aside and rename it into place; an existing entry is kept."""
+    if (folder / META).is_file():
+        return
+    meta = {"model": model_id, "corpus": str(corpus_path), "label": label, "num_docs": len(docids)}
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
@@ -64,7 +69,7 @@ def _save(folder: Path, docids: list[str], encoded: EncodedTexts, meta: dict) ->
             np.save(tmp / "dense.npy", encoded.dense)
         if encoded.sparse is not None:
             sp.save_npz(tmp / "sparse.npz", encoded.sparse)
-        (tmp / "docids.json").write_text(json.dumps(docids), encoding="utf-8")
+        (tmp / "docids.json").write_text(json.dumps(list(docids)), encoding="utf-8")
         (tmp / META).write_text(json.dumps(meta, indent=2), encoding="utf-8")
         if folder.exists():  # a concurrent writer won: keep theirs
             shutil.rmtree(tmp, ignore_errors=True)
@@ -80,6 +85,13 @@ def _load(folder: Path) -> tuple[list[str], EncodedTexts]:
     dense = np.load(folder / "dense.npy") if (folder / "dense.npy").is_file() else None
     sparse = sp.load_npz(folder / "sparse.npz").tocsr() if (folder / "sparse.npz").is_file() else None
     return docids, EncodedTexts(dense=dense, sparse=sparse)
+
+
+def store_corpus_encoding(
+    root: Path, model_id: str, corpus_path: Path, docids: list[str], encoded: EncodedTexts, label: str = ""
+) -> None:
+    """Put encodings computed elsewhere (the index stage's) into the cache, unless an entry exists."""
+    _save(cache_entry(root, model_id, corpus_path), model_id, corpus_path, docids, encoded, label)
 
 
 def cached_corpus_encoding(
@@ -100,6 +112,5 @@ def cached_corpus_encoding(
         log.warning("cache %s holds another document order; re-encoding", folder)
         shutil.rmtree(folder, ignore_errors=True)
     encoded = encode()
-    _save(folder, list(docids), encoded, {"model": model_id, "corpus": str(corpus_path), "label": label,
-                                          "num_docs": len(docids)})
+    _save(folder, model_id, corpus_path, docids, encoded, label)
     return encoded

@@ -83,13 +83,13 @@ def _seed_encoding_cache(ctx: StageContext, info: dict[str, Any], dataset: BeirD
                          encoded) -> None:
     """Store the corpus encodings under the checkpoint's cache key: the evaluate stage scores this
     checkpoint on this corpus too (trained source) and then reads them instead of encoding again."""
-    from uniret.retrieval.corpus_cache import cached_corpus_encoding, encoder_key
+    from uniret.retrieval.corpus_cache import encoder_key, store_corpus_encoding
 
     if info.get("config") is None:
         return
     root = ctx.artifacts / ctx.params.section("training").evaluation.cache_dir
-    cached_corpus_encoding(root, encoder_key(info["config"], info["checkpoint_sha256"]), dataset.corpus_path, docids,
-                           lambda: encoded, label=f"index/{dataset.name}")
+    store_corpus_encoding(root, encoder_key(info["config"], info["checkpoint_sha256"]), dataset.corpus_path, docids,
+                          encoded, label=f"index/{dataset.name}")
 
 
 def run(ctx: StageContext) -> dict[str, Any]:

@@ -23,8 +23,9 @@ from uniret.registry.bundles import read_manifest
 from uniret.registry.configured import registry_root
 from uniret.registry.errors import RegistryError
 from uniret.registry.pointer import BUNDLES, read_pointer
+from uniret.stages import STAGES
 from uniret.stages.gate import DECISION_JSON, INDEX_BUNDLE, METRICS_JSON
-from uniret.stages.runtime import StageContext, stage_output
+from uniret.stages.runtime import StageContext, stage_output, stage_seconds
 from uniret.tracking.wandb_report import RunContent, log_run
 from uniret.utils.files import atomic_write_text
 from uniret.utils.jsonio import read_json, read_optional_json
@@ -101,20 +102,6 @@ def wandb_base(ctx: StageContext, cfg: ReportConfig) -> Path:
     return Path(os.environ.get("WANDB_DIR") or resolve_path(ctx.params, cfg.wandb_dir))
 
 
-def stage_seconds(ctx: StageContext) -> dict[str, float]:
-    """{stage: wall seconds} from the manifests of the stages that ran before the report, DAG order."""
-    from uniret.stages import STAGES
-    from uniret.stages.runtime import MANIFEST
-
-    out = {}
-    for stage in STAGES[: STAGES.index("report")]:
-        path = ctx.stage_dir(stage) / MANIFEST
-        seconds = read_json(path).get("seconds") if path.is_file() else None
-        if isinstance(seconds, (int, float)):
-            out[stage] = float(seconds)
-    return out
-
-
 def run(ctx: StageContext) -> dict[str, Any]:
     """Write artifacts/report/{report.md, *.png} and the W&B run."""
     cfg: ReportConfig = ctx.params.section("report")
@@ -138,7 +125,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
         figures.update(train_figs)
         notes += train_notes
         images = {Path(name).stem: out / name for name in figures.values()}
-        seconds = stage_seconds(ctx)
+        seconds = stage_seconds(ctx, STAGES[: STAGES.index("report")])  # the stages before the report
         draft = render(cmp, metrics, profile=ctx.profile, decision=decision, decision_absent=decision_absent,
                        figures=figures, notes=notes, wandb={"mode": "pending", "status": "logging"},
                        stage_seconds=seconds)

@@ -10,7 +10,7 @@ import platform
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,6 +135,17 @@ def stage_output(
 def read_manifest(path: Path) -> dict[str, Any]:
     """Read a stage's manifest.json."""
     return json.loads((Path(path) / MANIFEST).read_text(encoding="utf-8"))
+
+
+def stage_seconds(ctx: StageContext, stages: Sequence[str]) -> dict[str, float]:
+    """{stage: wall seconds} from the manifests of those of `stages` that ran, in the given order."""
+    out = {}
+    for stage in stages:
+        path = ctx.stage_dir(stage) / MANIFEST
+        seconds = read_manifest(ctx.stage_dir(stage)).get("seconds") if path.is_file() else None
+        if isinstance(seconds, (int, float)):
+            out[stage] = float(seconds)
+    return out
 
 
 def run_stage(stage: str, ctx: StageContext) -> dict[str, Any]:
