@@ -70,3 +70,23 @@ def test_fusion_config_rejects_bad_values():
         build(FusionConfig, {"alpha": 1.5}, "params: retrieval.fusion")
     with pytest.raises(ConfigError, match="cannot fuse"):
         build(FusionConfig, {"runs": ["lexical", "rrf"]}, "params: retrieval.fusion")
+
+
+def test_fusion_searcher_uses_learned_weights_over_alpha():
+    class Fixed(Searcher):
+        encoder = None
+        uses_jvm = False
+
+        def __init__(self, run):
+            self.run = run
+
+        def search_batch(self, batch, k):
+            return self.run
+
+    batch = QueryBatch.from_dict({"q1": "x"})
+    learned = FusionSearcher([Fixed(LEX), Fixed(DEN)], "hybrid", depth=10, alpha=0.5, weights=[0.3, 0.7])
+    assert learned.search_batch(batch, 10) == interpolate([LEX, DEN], [0.3, 0.7], 10)
+    default = FusionSearcher([Fixed(LEX), Fixed(DEN)], "hybrid", depth=10, alpha=0.5)
+    assert default.weights == [0.5, 0.5]
+    with pytest.raises(ValueError, match="weights"):
+        FusionSearcher([Fixed(LEX), Fixed(DEN)], "hybrid", depth=10, weights=[1.0])

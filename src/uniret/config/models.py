@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-RECIPES = ("unifier", "led", "clear", "aggretriever")
-ARCHS = ("unifier", "aggretriever", "dense", "splade", "reranker")
+RECIPES = ("hybrid", "unifier", "led", "clear", "aggretriever")
+ARCHS = ("pair", "unifier", "aggretriever", "dense", "splade", "reranker")
 LOSSES = ("contrastive", "flops", "agreement", "rank_consistency", "clear_margin", "distill_kl", "margin_mse")
 
 
@@ -21,8 +21,11 @@ class ModelConfig:
     Fields that an architecture does not use are ignored by it (validate() checks the used ones).
     """
 
-    arch: Literal["unifier", "aggretriever", "dense", "splade", "reranker"] = "unifier"
+    arch: Literal["pair", "unifier", "aggretriever", "dense", "splade", "reranker"] = "unifier"
     backbone: str = "splade-tiny"  # "splade-tiny", "minilm", a local folder or an (offline-cached) HF name
+    # pair: the lexicon module's masked-LM backbone (`backbone` is the dense module's); both must
+    # share one vocabulary, since one tokenizer feeds both
+    lexicon_backbone: str = "splade-tiny"
     query_max_length: int = 64
     doc_max_length: int = 256
     max_length: int = 320  # reranker: query + document pair
@@ -82,7 +85,7 @@ class RecipeConfig:
 class ModelSection:
     """The `model` section: the active recipe, every recipe's networks, and the reranker teacher."""
 
-    recipe: Literal["unifier", "led", "clear", "aggretriever"] = "unifier"
+    recipe: Literal["hybrid", "unifier", "led", "clear", "aggretriever"] = "hybrid"
     recipes: dict[str, RecipeConfig] = field(default_factory=dict)
     reranker: ModelConfig = field(default_factory=lambda: ModelConfig(arch="reranker", backbone="minilm"))
     encode_batch_size: int = 32  # texts per forward pass when encoding (mining, indexing)

@@ -17,7 +17,7 @@ from uniret.config.training import TrainConfig
 
 TRAINING_STAGES = ("warmup", "mine", "reranker", "continual", "distill")
 # modes a trained model can be evaluated in: the retrieval modes, plus CLEAR's BM25 interpolation
-EVAL_MODES = ("dense", "lexical", "uni", "hybrid", "rrf", "exhaustive", "clear")
+EVAL_MODES = ("dense", "lexical", "uni", "hybrid", "hybrid_bm25", "rrf", "exhaustive", "clear")
 
 
 @dataclass
@@ -70,8 +70,13 @@ class StageTrainingConfig:
     group_size: int = 4  # documents per query in a batch: the positive + group_size - 1 negatives
     resume: bool = True  # continue from artifacts/.train/<stage> checkpoints after a crash
     max_queries: int | None = None  # cap on training queries (None: all)
+    # documents cut at this many tokens while training (None: the model's doc_max_length); the
+    # model still encodes corpora at its own length: a CPU budget buys more steps with short docs
+    doc_max_length: int | None = None
 
     def validate(self) -> None:
+        if self.doc_max_length is not None and self.doc_max_length < 1:
+            raise ValueError(f"doc_max_length must be >= 1 or null, got {self.doc_max_length}")
         if self.group_size < 2:
             raise ValueError(f"group_size must be >= 2 (a positive and a negative), got {self.group_size}")
         if self.max_queries is not None and self.max_queries < 1:
@@ -91,8 +96,13 @@ class MineConfig:
     false_negative_ratio: float | None = None
     seed: int = 7
     max_queries: int | None = None  # cap on mined training queries (None: all)
+    # the corpus is encoded for mining with documents cut at this many tokens (None: the model's
+    # doc_max_length): negatives need a good ranking, not the best one, and encoding dominates
+    doc_max_length: int | None = None
 
     def validate(self) -> None:
+        if self.doc_max_length is not None and self.doc_max_length < 1:
+            raise ValueError(f"doc_max_length must be >= 1 or null, got {self.doc_max_length}")
         if not 0 <= self.window_start < self.window_end <= self.depth:
             raise ValueError(
                 f"need 0 <= window_start ({self.window_start}) < window_end ({self.window_end}) <= depth ({self.depth})"

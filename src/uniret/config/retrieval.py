@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 # Every mode a Searcher can be built for; `modes:` in params.yaml picks a subset.
-MODES = ("bm25", "dense", "lexical", "uni", "uni_gated", "hybrid", "rrf", "exhaustive", "clear")
+MODES = ("bm25", "dense", "lexical", "uni", "uni_gated", "hybrid", "hybrid_bm25", "rrf", "exhaustive", "clear")
 
 
 @dataclass
@@ -61,7 +61,9 @@ class FusionConfig:
     """Hybrid fusion of two or more runs: min-max interpolation (`hybrid`) and reciprocal rank (`rrf`)."""
 
     runs: list[str] = field(default_factory=lambda: ["lexical", "dense"])
-    # hybrid: score = sum_i w_i * minmax(run_i); with two runs w = (alpha, 1 - alpha)
+    # hybrid: score = sum_i w_i * minmax(run_i); with two runs w = (alpha, 1 - alpha), unless the
+    # bundle records weights learned on the dev split (index stage, `index.fusion`)
+    # hybrid_bm25: the same over `runs` + BM25 as one more signal
     alpha: float = 0.5
     rrf_k: int = 60  # Cormack et al. 2009
     depth: int = 1000  # docs taken from each fused run
@@ -134,6 +136,19 @@ class ExportConfig:
 
 
 @dataclass
+class FusionTuningConfig:
+    """Fusion weights learned by the index stage on the dev split (data.dev), per fusion mode."""
+
+    enabled: bool = True
+    grid_step: float = 0.05  # weights on the simplex in steps of this size
+    metric: str = "ndcg@10"
+
+    def validate(self) -> None:
+        if not 0.0 < self.grid_step <= 0.5:
+            raise ValueError(f"grid_step must be in (0, 0.5], got {self.grid_step}")
+
+
+@dataclass
 class IndexConfig:
     """The `index` section: which checkpoint to index and how to encode the corpus."""
 
@@ -141,6 +156,7 @@ class IndexConfig:
     corpus_encoder: Literal["onnx", "torch"] = "onnx"  # onnx: the same graph serving runs
     doc_batch_size: int = 32  # document lengths come from the model's config
     export: ExportConfig = field(default_factory=ExportConfig)
+    fusion: FusionTuningConfig = field(default_factory=FusionTuningConfig)
 
     def validate(self) -> None:
         if self.doc_batch_size <= 0:

@@ -22,6 +22,22 @@ class SliceConfig:
 
 
 @dataclass
+class DevSplitConfig:
+    """A dev split carved from the train dataset's train qrels, held out of every training stage.
+
+    Fusion weights (and any other choice) are learned on it, never on a test split. The carve is
+    a seeded sample of the judged train query ids, so it is the same in every stage and run.
+    """
+
+    fraction: float = 0.2  # share of the judged train queries held out (0 disables the carve)
+    seed: int = 29
+
+    def validate(self) -> None:
+        if not 0.0 <= self.fraction < 1.0:
+            raise ValueError(f"fraction must be in [0, 1), got {self.fraction}")
+
+
+@dataclass
 class DataConfig:
     """Which datasets the DAG reads, and where from."""
 
@@ -31,6 +47,7 @@ class DataConfig:
     eval_datasets: list[str] = field(default_factory=lambda: ["scifact", "nfcorpus", "cranfield", "medline", "npl"])
     eval_split: str = "test"
     slice: SliceConfig = field(default_factory=SliceConfig)
+    dev: DevSplitConfig = field(default_factory=DevSplitConfig)
 
 
 @dataclass

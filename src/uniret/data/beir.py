@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from uniret.data.errors import DataError, DataProblem
+from uniret.utils.files import atomic_write_text
 
 CORPUS_FILE = "corpus.jsonl"
 QUERIES_FILE = "queries.jsonl"
@@ -140,6 +141,13 @@ def read_qrels(path: str | Path) -> Qrels:
     for _, qid, did, score in iter_qrels(path):
         qrels.setdefault(qid, {})[did] = score
     return qrels
+
+
+def write_qrels(path: str | Path, qrels: Qrels) -> Path:
+    """Write {query_id: {doc_id: score}} as a BEIR qrels TSV (with its header), atomically."""
+    lines = ["query-id\tcorpus-id\tscore"]
+    lines += [f"{q}\t{d}\t{s}" for q in sorted(qrels) for d, s in sorted(qrels[q].items())]
+    return atomic_write_text(path, "\n".join(lines) + "\n")
 
 
 @dataclass

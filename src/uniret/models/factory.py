@@ -4,6 +4,7 @@ A checkpoint folder holds everything needed to rebuild the model without the ori
 
     uniret_model.json   {"format": 1, "config": ModelConfig fields}
     backbone/           the transformer's config.json (architecture only)
+    lexicon_backbone/   arch "pair" only: the lexicon module's config.json
     weights.pt          the model's state_dict
     tokenizer/          the tokenizer files
 
@@ -27,8 +28,9 @@ from transformers import PretrainedConfig, PreTrainedModel
 from uniret.config.loader import build
 from uniret.config.models import ModelConfig
 from uniret.models.aggretriever import AggretrieverEncoder
-from uniret.models.backbones import load_tokenizer
+from uniret.models.backbones import BackboneError, load_tokenizer
 from uniret.models.dense import DenseEncoder, marker_id
+from uniret.models.pair import PairEncoder, same_vocabulary
 from uniret.models.reranker import CrossEncoderReranker
 from uniret.models.splade import SpladeEncoder
 from uniret.models.unifier import UnifierEncoder
@@ -37,11 +39,17 @@ log = logging.getLogger("uniret.models")
 
 META_FILE = "uniret_model.json"
 WEIGHTS_FILE = "weights.pt"
+LEXICON_BACKBONE_DIR = "lexicon_backbone"  # arch "pair": the second transformer's config
 FORMAT_VERSION = 1
 
 
-def _construct(cfg: ModelConfig, tokenizer, backbone: str, pretrained: bool) -> torch.nn.Module:
+def _construct(cfg: ModelConfig, tokenizer, backbone: str, pretrained: bool, lexicon_backbone: str | None = None
+               ) -> torch.nn.Module:
     common = {"dropout": cfg.dropout, "pretrained": pretrained}
+    if cfg.arch == "pair":
+        dense_cfg = dataclasses.replace(cfg, arch="dense")
+        return PairEncoder(_construct(dense_cfg, tokenizer, backbone, pretrained),
+                           SpladeEncoder(lexicon_backbone or cfg.lexicon_backbone, **common))
     if cfg.arch == "unifier":
         return UnifierEncoder(
             backbone, cfg.shared_layers, cfg.dense_layers, cfg.lexicon_layers, cfg.gating, **common
@@ -78,6 +86,11 @@ def build_model(cfg: ModelConfig) -> torch.nn.Module:
     RetrievalEncoder; arch "reranker" is a CrossEncoderReranker.
     """
     tokenizer = load_tokenizer(cfg.backbone)
+    if cfg.arch == "pair" and not same_vocabulary(tokenizer, load_tokenizer(cfg.lexicon_backbone)):
+        raise BackboneError(
+            f"pair: backbone {cfg.backbone!r} and lexicon_backbone {cfg.lexicon_backbone!r} tokenize differently; "
+            "the pair feeds both from one tokenizer"
+        )
     model = _construct(cfg, tokenizer, cfg.backbone, pretrained=True)
     return _attach(model, cfg, tokenizer)
 
@@ -105,6 +118,8 @@ def save_model(model: torch.nn.Module, directory: str | os.PathLike) -> Path:
         meta = {"format": FORMAT_VERSION, "config": dataclasses.asdict(cfg)}
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         _hf_config(model).save_pretrained(tmp / "backbone")
+        if isinstance(model, PairEncoder):
+            _hf_config(model.lexicon).save_pretrained(tmp / LEXICON_BACKBONE_DIR)
         tokenizer.save_pretrained(tmp / "tokenizer")
         state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
         torch.save(state, tmp / WEIGHTS_FILE)
@@ -142,7 +157,8 @@ def load_model(directory: str | os.PathLike, device: str | torch.device | None =
     directory = Path(directory)
     cfg = read_model_config(directory)
     tokenizer = load_tokenizer(str(directory / "tokenizer"))
-    model = _construct(cfg, tokenizer, str(directory / "backbone"), pretrained=False)
+    model = _construct(cfg, tokenizer, str(directory / "backbone"), pretrained=False,
+                       lexicon_backbone=str(directory / LEXICON_BACKBONE_DIR))
     state = torch.load(directory / WEIGHTS_FILE, map_location="cpu", weights_only=True)
     model.load_state_dict(state)
     _attach(model, cfg, tokenizer)

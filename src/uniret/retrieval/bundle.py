@@ -93,6 +93,12 @@ def choose_lexical_backend(cfg: RetrievalConfig, n_docs: int, has_lucene: bool, 
     return None
 
 
+def fusion_weights_of(manifest: dict[str, Any]) -> dict[str, list[float]]:
+    """{fusion mode: weights} the index stage learned on the dev split ({} for older bundles)."""
+    learned = (manifest.get("fusion") or {}).get("modes") or {}
+    return {mode: [float(w) for w in entry["weights"]] for mode, entry in learned.items()}
+
+
 def open_bundle(bundle_dir: str | Path, cfg: RetrievalConfig | None = None, threads: int | None = None,
                 backend_cfg: RetrievalConfig | None = None) -> Bundle:
     """Open a bundle; `cfg` overrides the retrieval params it was built with (query side only:
@@ -130,6 +136,7 @@ def open_bundle(bundle_dir: str | Path, cfg: RetrievalConfig | None = None, thre
         index.lexical = index.impacts
         index.provenance["lexical"] = f"bundle impacts in memory ({IMPACTS_FILE}, inverted index)"
     index.bm25_weight = (manifest.get("model") or {}).get("bm25_weight")
+    index.fusion_weights = fusion_weights_of(manifest)
     if (path / BM25_DIR).is_dir():
         index.bm25_dir = path / BM25_DIR
         index.provenance["bm25"] = f"bundle Lucene BM25 index ({BM25_DIR}/)"

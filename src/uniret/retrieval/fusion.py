@@ -62,14 +62,20 @@ def fusion_weights(n_runs: int, alpha: float) -> list[float]:
 class FusionSearcher(Searcher):
     """Fuses the runs of other searchers (each taken to `depth`): `hybrid` or `rrf`."""
 
-    def __init__(self, searchers: Sequence[Searcher], method: str, depth: int, alpha: float = 0.5, rrf_k: int = 60):
+    def __init__(self, searchers: Sequence[Searcher], method: str, depth: int, alpha: float = 0.5, rrf_k: int = 60,
+                 weights: Sequence[float] | None = None):
         if method not in ("hybrid", "rrf"):
             raise ValueError(f"unknown fusion method {method!r}; use hybrid or rrf")
+        if weights is not None and len(weights) != len(searchers):
+            raise ValueError(f"{len(searchers)} runs to fuse but {len(weights)} weights")
         self.searchers = list(searchers)
         self.mode = method
+        self.method = method
         self.depth = depth
         self.alpha = alpha
         self.rrf_k = rrf_k
+        # learned weights (index stage, dev split) win over params' alpha / equal weights
+        self.weights = list(weights) if weights is not None else fusion_weights(len(self.searchers), alpha)
         # encode once for all parts: take the first encoder any part needs
         self.encoder = next((s.encoder for s in self.searchers if s.encoder is not None), None)
         self.uses_jvm = any(s.uses_jvm for s in self.searchers)
@@ -87,18 +93,17 @@ class FusionSearcher(Searcher):
             hits = [s.search_arrays(batch, depth) for s in self.searchers]
             return {qid: self._fuse_arrays([h[i] for h in hits], k) for i, qid in enumerate(batch.ids)}
         runs = [s.search_batch(batch, depth) for s in self.searchers]
-        if self.mode == "rrf":
+        if self.method == "rrf":
             return reciprocal_rank(runs, self.rrf_k, k)
-        return interpolate(runs, fusion_weights(len(runs), self.alpha), k)
+        return interpolate(runs, self.weights, k)
 
     def _fuse_arrays(self, parts: list[tuple[np.ndarray, np.ndarray]], k: int) -> dict[str, float]:
         """One query's fusion on arrays: the same arithmetic, in the same order, as `interpolate` /
         `reciprocal_rank` on dicts, so both paths give identical runs."""
         total = np.zeros(len(self.docids), dtype=np.float64)
         seen = np.zeros(len(self.docids), dtype=bool)
-        weights = fusion_weights(len(parts), self.alpha)
-        for (rows, scores), weight in zip(parts, weights, strict=True):
-            if self.mode == "rrf":
+        for (rows, scores), weight in zip(parts, self.weights, strict=True):
+            if self.method == "rrf":
                 order = np.lexsort((self.ties[rows], -scores))  # `ranked` order: score, then doc id
                 ranks = np.empty(len(rows), dtype=np.float64)
                 ranks[order] = np.arange(1, len(rows) + 1)

@@ -41,15 +41,18 @@ class CorpusIndex:
     impacts: MemoryImpactIndex | None = None  # in-memory impacts, for exhaustive scoring
     bm25_dir: Path | None = None
     bm25_weight: float | None = None  # CLEAR lambda_test of the indexed model (None: not a BM25-residual model)
+    # {fusion mode: weights of its runs} learned on the dev split (index stage); absent: params' alpha
+    fusion_weights: dict[str, list[float]] = field(default_factory=dict)
     provenance: dict[str, str] = field(default_factory=dict)
 
 
 def memory_corpus_index(
     docids: list[str], encoded: EncodedTexts, cfg: RetrievalConfig, bm25_dir: Path | None = None,
-    bm25_weight: float | None = None,
+    bm25_weight: float | None = None, fusion_weights: dict[str, list[float]] | None = None,
 ) -> CorpusIndex:
     """Index structures built in memory from document encodings (faiss per params, exact impacts)."""
-    index = CorpusIndex(docids=list(docids), bm25_dir=bm25_dir, bm25_weight=bm25_weight)
+    index = CorpusIndex(docids=list(docids), bm25_dir=bm25_dir, bm25_weight=bm25_weight,
+                        fusion_weights=dict(fusion_weights or {}))
     if encoded.dense is not None:
         index.doc_vectors = np.ascontiguousarray(encoded.dense, dtype=np.float32)
         index.dense = to_search_device(build_faiss_index(index.doc_vectors, cfg.dense), cfg.dense)
@@ -63,10 +66,15 @@ def memory_corpus_index(
     return index
 
 
+def fused_runs(mode: str, cfg: RetrievalConfig) -> list[str]:
+    """The modes whose runs a fusion mode fuses: fusion.runs, plus BM25 for hybrid_bm25."""
+    return [*cfg.fusion.runs, "bm25"] if mode == "hybrid_bm25" else list(cfg.fusion.runs)
+
+
 def _needs(mode: str, cfg: RetrievalConfig) -> set[str]:
     """Structures a mode reads."""
-    if mode in ("hybrid", "rrf"):
-        return set().union(*(_needs(m, cfg) for m in cfg.fusion.runs))
+    if mode in ("hybrid", "hybrid_bm25", "rrf"):
+        return set().union(*(_needs(m, cfg) for m in fused_runs(mode, cfg)))
     return {
         "bm25": {"bm25"},
         "dense": {"dense"},
@@ -115,9 +123,12 @@ def build_searchers(
             searcher = ExhaustiveSearcher(index.impacts, index.doc_vectors, encoder=encoder)
         elif mode == "clear":
             searcher = ClearSearcher(make("bm25"), make("dense"), index.bm25_weight, cfg.fusion.depth)
-        else:  # hybrid, rrf
-            parts = [make(m) for m in cfg.fusion.runs]
-            searcher = FusionSearcher(parts, mode, cfg.fusion.depth, cfg.fusion.alpha, cfg.fusion.rrf_k)
+        else:  # hybrid, hybrid_bm25, rrf
+            parts = [make(m) for m in fused_runs(mode, cfg)]
+            method = "rrf" if mode == "rrf" else "hybrid"
+            searcher = FusionSearcher(parts, method, cfg.fusion.depth, cfg.fusion.alpha, cfg.fusion.rrf_k,
+                                      weights=index.fusion_weights.get(mode))
+            searcher.mode = mode
         built[mode] = searcher
         return searcher
 

@@ -81,7 +81,8 @@ def run_biencoder_stage(
         run_path = ctx.require("bm25") / BM25_TRAIN_RUN
         collate_extra["bm25_run"] = read_run(run_path)
         inputs["bm25_run"] = run_path
-    collate = GroupCollator(model.tokenizer, corpus, mcfg.query_max_length, mcfg.doc_max_length, **collate_extra)
+    collate = GroupCollator(model.tokenizer, corpus, mcfg.query_max_length, cfg.doc_max_length or mcfg.doc_max_length,
+                            **collate_extra)
     log.info("%s (%s): %d examples of %d docs, terms %s", stage, recipe.name, len(examples), cfg.group_size,
              ", ".join(terms))
     data = batches_for(examples, collate, cfg.train)

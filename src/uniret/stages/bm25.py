@@ -5,7 +5,10 @@ Outputs (artifacts/bm25/):
   runs/<dataset>.trec  top bm25.top_n per query of the eval split (tag "bm25")
   train_run.trec       top bm25.top_n per query of the train dataset's train split
   negatives.jsonl      per train query: positives and bm25.negatives_per_query negatives sampled
-                       from the BM25 top bm25.negatives_depth, judged positives excluded
+                       from the BM25 top bm25.negatives_depth, judged positives excluded; the dev
+                       queries (data.dev, uniret.data.dev_split) are left out, so no training
+                       stage sees them
+  dev_qrels.tsv        qrels of the dev queries (carved from the train split, never from test)
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from uniret.config.sections import Bm25Config, DataConfig
-from uniret.data.beir import BeirDataset
+from uniret.data.beir import BeirDataset, write_qrels
+from uniret.data.dev_split import split_qrels
 from uniret.data.negatives import sample_negatives, write_negatives
 from uniret.lexical.bm25 import Bm25Searcher, build_bm25_index
 from uniret.lexical.jvm import ensure_jvm
@@ -31,6 +35,7 @@ INDEXES = "indexes"
 RUNS = "runs"
 TRAIN_RUN = "train_run.trec"
 NEGATIVES = "negatives.jsonl"
+DEV_QRELS = "dev_qrels.tsv"
 
 
 def datasets_in_use(data: DataConfig) -> list[str]:
@@ -59,11 +64,13 @@ def _train_negatives(
     dataset: BeirDataset, searcher: Bm25Searcher, data: DataConfig, cfg: Bm25Config, out: Path
 ) -> dict[str, Any]:
     """Train-split run and negatives of the train dataset; returns their metrics."""
-    qrels = dataset.qrels(data.train_split)
-    queries = dataset.split_queries(data.train_split)
+    qrels, dev_qrels = split_qrels(dataset.qrels(data.train_split), data.dev)
+    all_queries = dataset.split_queries(data.train_split)
+    queries = {q: t for q, t in all_queries.items() if q not in dev_qrels}
     start = time.time()
-    run = searcher.search(queries, cfg.top_n)
+    run = searcher.search(all_queries, cfg.top_n)  # dev queries too: the index stage fuses with their run
     write_run(out / TRAIN_RUN, run, RUN_TAG, cfg.top_n)
+    write_qrels(out / DEV_QRELS, dev_qrels)
     search_seconds = time.time() - start
     records = sample_negatives(run, qrels, queries, cfg.negatives_depth, cfg.negatives_per_query, cfg.seed)
     write_negatives(out / NEGATIVES, records)
@@ -72,6 +79,7 @@ def _train_negatives(
         "dataset": dataset.name,
         "split": data.train_split,
         "queries": len(queries),
+        "dev_queries": len(dev_qrels),
         "records": len(records),
         "queries_without_positive": len(queries) - len(records),
         "queries_short_of_negatives": sum(c < cfg.negatives_per_query for c in counts),

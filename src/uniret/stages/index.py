@@ -92,6 +92,53 @@ def _seed_encoding_cache(ctx: StageContext, info: dict[str, Any], dataset: BeirD
                           encoded, label=f"index/{dataset.name}")
 
 
+FUSION_MODES = ("hybrid", "hybrid_bm25")  # min-max fusions whose weights are learned on the dev split
+
+
+def _learn_fusion(ctx: StageContext, cfg: IndexConfig, rcfg: RetrievalConfig, dataset: BeirDataset,
+                  docids: list[str], encoded, encoder) -> dict[str, Any] | None:
+    """Weights of each fusion mode learned on the dev split (bm25 stage: dev_qrels.tsv, train_run.trec).
+
+    The dense and lexical runs come from in-memory structures over the same encodings the bundle
+    holds (exact search, the same quantized impacts as the Lucene index), BM25's from the bm25
+    stage's run of the train-split queries, which includes the dev queries.
+    """
+    from uniret.data.beir import read_qrels
+    from uniret.evaluation.fusion_tuning import learn_fusion_weights
+    from uniret.retrieval.base import encode_queries
+    from uniret.retrieval.modes import build_searchers, fused_runs, memory_corpus_index
+    from uniret.retrieval.runs import read_run
+    from uniret.stages.bm25 import DEV_QRELS, TRAIN_RUN
+
+    modes = [m for m in FUSION_MODES if m in rcfg.modes]
+    dev_path = ctx.require("bm25") / DEV_QRELS
+    if not cfg.fusion.enabled or not modes or not dev_path.is_file():
+        return None
+    qrels = read_qrels(dev_path)
+    queries = {q: t for q, t in dataset.split_queries(ctx.params.section("data").train_split).items() if q in qrels}
+    if not queries:
+        return None
+    index = memory_corpus_index(docids, encoded, rcfg)
+    heads = sorted({m for mode in modes for m in fused_runs(mode, rcfg)} - {"bm25"})
+    searchers = build_searchers(index, rcfg, encoder, modes=heads)
+    batch = encode_queries(queries, encoder)
+    runs = {m: s.search_batch(batch, rcfg.fusion.depth) for m, s in searchers.items()}
+    bm25_run = read_run(ctx.require("bm25") / TRAIN_RUN)
+    runs["bm25"] = {q: dict(sorted(bm25_run.get(q, {}).items(), key=lambda x: -x[1])[: rcfg.fusion.depth])
+                    for q in queries}
+    out: dict[str, Any] = {"split": "dev", "queries": len(queries), "metric": cfg.fusion.metric,
+                           "grid_step": cfg.fusion.grid_step, "modes": {}}
+    for mode in modes:
+        names = fused_runs(mode, rcfg)
+        choice = learn_fusion_weights([runs[n] for n in names], qrels, cfg.fusion.grid_step, cfg.fusion.metric)
+        out["modes"][mode] = {"runs": names, "weights": choice.weights, "dev_score": round(choice.score, 5),
+                              "dev_single": dict(zip(names, [round(x, 5) for x in choice.single_scores], strict=True))}
+        log.info("index: %s weights %s on %d dev queries: %s %.4f (single runs %s)", mode,
+                 dict(zip(names, choice.weights, strict=True)), len(queries), cfg.fusion.metric, choice.score,
+                 out["modes"][mode]["dev_single"])
+    return out
+
+
 def run(ctx: StageContext) -> dict[str, Any]:
     """Build artifacts/index/bundle/; returns the bundle's metrics."""
     from uniret.models.factory import load_model
@@ -135,6 +182,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
         )
         info = _model_info(ctx, model, stage, model_dir)
         _seed_encoding_cache(ctx, info, dataset, [d.id for d in docs], encoded)
+        fusion = _learn_fusion(ctx, cfg, rcfg, dataset, [d.id for d in docs], encoded, onnx_enc)
         shutil.copytree(bm25_index, bundle / BM25_DIR)
         metrics.update(
             corpus_encoder=cfg.corpus_encoder,
@@ -162,8 +210,9 @@ def run(ctx: StageContext) -> dict[str, Any]:
                 },
                 "metrics": metrics,
                 "parity": parity,
+                "fusion": fusion,
             },
         )
-        manifest["metrics"] = {**metrics, "parity": parity}
+        manifest["metrics"] = {**metrics, "parity": parity, "fusion": fusion}
     log.info("index: bundle of %d docs -> %s", metrics["num_docs"], ctx.stage_dir(STAGE) / BUNDLE)
     return manifest["metrics"]

@@ -69,11 +69,13 @@ def _rank(ctx: StageContext, channel: str, model, tokenizer, checkpoint, docs, q
     rcfg = ctx.params.section("retrieval")
     training = ctx.params.section("training")
     cfg = model.model_config
+    doc_length = training.mine.doc_max_length or cfg.doc_max_length
     encoder = TorchTextEncoder(model, tokenizer, ctx.params.section("model").encode_batch_size,
-                               cfg.query_max_length, cfg.doc_max_length)
+                               cfg.query_max_length, doc_length)
     docids, texts, corpus_path = docs
+    key = model_key(model, checkpoint) + ("" if doc_length == cfg.doc_max_length else f"-len{doc_length}")
     doc_enc = cached_corpus_encoding(
-        ctx.artifacts / training.evaluation.cache_dir, model_key(model, checkpoint), corpus_path, docids,
+        ctx.artifacts / training.evaluation.cache_dir, key, corpus_path, docids,
         lambda: encoder.encode(texts, is_query=False), label=f"mine/{channel}",
     )
     qids = list(queries)

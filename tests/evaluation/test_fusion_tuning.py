@@ -1,0 +1,37 @@
+"""Fusion weights learned on a dev split: the grid, and a choice checked against hand-made runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from uniret.evaluation.fusion_tuning import learn_fusion_weights, simplex_grid
+
+
+def test_simplex_grid_points_sum_to_one():
+    grid = simplex_grid(3, 0.05)
+    assert len(grid) == 231  # C(22, 2)
+    assert all(abs(sum(w) - 1) < 1e-9 and min(w) >= 0 for w in grid)
+    assert simplex_grid(2, 0.5) == [(0.0, 1.0), (0.5, 0.5), (1.0, 0.0)]
+    with pytest.raises(ValueError, match="divide"):
+        simplex_grid(2, 0.3)
+
+
+def test_learned_weights_follow_the_informative_run():
+    # run A ranks the relevant doc first for every query, run B last: all weight goes to A
+    qrels = {f"q{i}": {"rel": 1} for i in range(5)}
+    good = {q: {"rel": 3.0, "x": 2.0, "y": 1.0} for q in qrels}
+    bad = {q: {"rel": 0.1, "x": 0.9, "y": 0.5} for q in qrels}
+    choice = learn_fusion_weights([bad, good], qrels, step=0.25)
+    assert choice.single_scores[1] == pytest.approx(1.0) and choice.single_scores[0] < 1.0
+    assert choice.score == pytest.approx(1.0)
+    assert choice.weights[1] > choice.weights[0]
+
+
+def test_fusion_beats_both_runs_when_they_complement():
+    # each run finds the relevant doc for half the queries: only a mix ranks it first everywhere
+    qrels = {"q1": {"r1": 1}, "q2": {"r2": 1}}
+    a = {"q1": {"r1": 1.0, "n": 0.0}, "q2": {"n": 1.0, "r2": 0.9}}
+    b = {"q1": {"n": 1.0, "r1": 0.9}, "q2": {"r2": 1.0, "n": 0.0}}
+    choice = learn_fusion_weights([a, b], qrels, step=0.5)
+    assert choice.weights == [0.5, 0.5] and choice.score == pytest.approx(1.0)
+    assert max(choice.single_scores) < 1.0
