@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from uniret.evaluation.fusion_tuning import learn_fusion_weights, simplex_grid
+from uniret.evaluation.fusion_tuning import TuningSet, learn_fusion_weights, simplex_grid
 
 
 def test_simplex_grid_points_sum_to_one():
@@ -21,7 +21,7 @@ def test_learned_weights_follow_the_informative_run():
     qrels = {f"q{i}": {"rel": 1} for i in range(5)}
     good = {q: {"rel": 3.0, "x": 2.0, "y": 1.0} for q in qrels}
     bad = {q: {"rel": 0.1, "x": 0.9, "y": 0.5} for q in qrels}
-    choice = learn_fusion_weights([bad, good], qrels, step=0.25)
+    choice = learn_fusion_weights([TuningSet("dev", [bad, good], qrels)], step=0.25)
     assert choice.single_scores[1] == pytest.approx(1.0) and choice.single_scores[0] < 1.0
     assert choice.score == pytest.approx(1.0)
     assert choice.weights[1] > choice.weights[0]
@@ -32,6 +32,18 @@ def test_fusion_beats_both_runs_when_they_complement():
     qrels = {"q1": {"r1": 1}, "q2": {"r2": 1}}
     a = {"q1": {"r1": 1.0, "n": 0.0}, "q2": {"n": 1.0, "r2": 0.9}}
     b = {"q1": {"n": 1.0, "r1": 0.9}, "q2": {"r2": 1.0, "n": 0.0}}
-    choice = learn_fusion_weights([a, b], qrels, step=0.5)
+    choice = learn_fusion_weights([TuningSet("dev", [a, b], qrels)], step=0.5)
     assert choice.weights == [0.5, 0.5] and choice.score == pytest.approx(1.0)
     assert max(choice.single_scores) < 1.0
+
+
+def test_sets_count_equally_whatever_their_size():
+    # set "big" (4 queries) prefers run 0, set "small" (1 query) run 1; equal weights make both perfect
+    big_q = {f"q{i}": {"r": 1} for i in range(4)}
+    big = TuningSet("big", [{q: {"r": 1.0, "n": 0.0} for q in big_q}, {q: {"n": 1.0, "r": 0.6} for q in big_q}], big_q)
+    small_q = {"s": {"r": 1}}
+    small = TuningSet("small", [{"s": {"n": 1.0, "r": 0.6}}, {"s": {"r": 1.0, "n": 0.0}}], small_q)
+    choice = learn_fusion_weights([big, small], step=0.5)
+    assert choice.weights == [0.5, 0.5] and choice.score == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="same runs"):
+        learn_fusion_weights([big, TuningSet("x", [{}], small_q)], step=0.5)

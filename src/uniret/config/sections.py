@@ -31,6 +31,10 @@ class DevSplitConfig:
 
     fraction: float = 0.2  # share of the judged train queries held out (0 disables the carve)
     seed: int = 29
+    # eval datasets whose own `split` qrels also tune the fusion (e.g. NFCorpus's dev split): weights
+    # chosen on the train domain alone need not suit other collections
+    datasets: list[str] = field(default_factory=list)
+    split: str = "dev"
 
     def validate(self) -> None:
         if not 0.0 <= self.fraction < 1.0:

@@ -1,9 +1,11 @@
-"""Learn the weights of a min-max score fusion on the dev split (never on a test split).
+"""Learn the weights of a min-max score fusion on dev splits (never on a test split).
 
 Each run is min-max normalised per query (as uniret.retrieval.fusion.interpolate does at search
 time); the weights are searched on the simplex grid {w_i = k_i * step, sum w_i = 1} and the grid
-point with the best mean metric over the dev queries wins (ties: the earlier grid point, which
-keeps the choice deterministic). Three runs at step 0.05 are 231 points: a second or two.
+point with the best metric wins (ties: the earlier grid point, which keeps the choice
+deterministic). With several tuning sets (e.g. SciFact's dev carve and NFCorpus's dev split) the
+objective is the mean over the sets of each set's mean over its queries, so a large set does not
+drown a small one. Three runs at step 0.05 are 231 points: seconds.
 """
 
 from __future__ import annotations
@@ -17,6 +19,15 @@ import numpy as np
 from uniret.data.beir import Qrels
 from uniret.evaluation.metrics import evaluate_run, parse_metric
 from uniret.retrieval.runs import Run
+
+
+@dataclass
+class TuningSet:
+    """One dev split: the runs to fuse (same order in every set) and its qrels."""
+
+    name: str
+    runs: Sequence[Run]
+    qrels: Qrels
 
 
 @dataclass
@@ -54,28 +65,37 @@ def _normalised(runs: Sequence[Run], qid: str) -> tuple[list[str], np.ndarray]:
     return cands, matrix
 
 
-def learn_fusion_weights(runs: Sequence[Run], qrels: Qrels, step: float, metric: str = "ndcg@10",
+def _fused_score(per_query: dict, qrels: Qrels, weights: Sequence[float], metric: str, depth: int,
+                 ignore_identical_ids: bool) -> float:
+    fused: Run = {}
+    w = np.asarray(weights)
+    for qid, (cands, matrix) in per_query.items():
+        if not cands:
+            continue
+        total = w @ matrix
+        top = np.argsort(-total, kind="stable")[:depth]
+        fused[qid] = {cands[i]: float(total[i]) for i in top}
+    return evaluate_run(qrels, fused, [metric], ignore_identical_ids)[1][metric]
+
+
+def learn_fusion_weights(sets: Sequence[TuningSet], step: float, metric: str = "ndcg@10",
                          ignore_identical_ids: bool = True) -> FusionChoice:
-    """The grid weights maximising the mean `metric` of the fused run over the judged queries."""
-    if not qrels:
-        raise ValueError("learn_fusion_weights: no dev qrels")
+    """The grid weights maximising the mean over `sets` of the fused run's mean `metric`."""
+    if not sets or any(not s.qrels for s in sets):
+        raise ValueError("learn_fusion_weights: every tuning set needs dev qrels")
+    n_runs = len(sets[0].runs)
+    if any(len(s.runs) != n_runs for s in sets):
+        raise ValueError("learn_fusion_weights: every tuning set must fuse the same runs")
     parse_metric(metric)  # a clear error for an unknown metric name
     depth = int(metric.split("@", 1)[1]) if "@" in metric else 1000  # ndcg@10 reads only the top 10
-    per_query = {qid: _normalised(runs, qid) for qid in qrels}
+    prepared = [({qid: _normalised(s.runs, qid) for qid in s.qrels}, s.qrels) for s in sets]
 
     def score(weights: Sequence[float]) -> float:
-        fused: Run = {}
-        w = np.asarray(weights)
-        for qid, (cands, matrix) in per_query.items():
-            if not cands:
-                continue
-            total = w @ matrix
-            top = np.argsort(-total, kind="stable")[:depth]
-            fused[qid] = {cands[i]: float(total[i]) for i in top}
-        return evaluate_run(qrels, fused, [metric], ignore_identical_ids)[1][metric]
+        return float(np.mean([_fused_score(pq, qrels, weights, metric, depth, ignore_identical_ids)
+                              for pq, qrels in prepared]))
 
-    grid = simplex_grid(len(runs), step)
+    grid = simplex_grid(n_runs, step)
     scores = [score(w) for w in grid]
     best = int(np.argmax(scores))
-    singles = [score(tuple(float(i == j) for j in range(len(runs)))) for i in range(len(runs))]
+    singles = [score(tuple(float(i == j) for j in range(n_runs))) for i in range(n_runs)]
     return FusionChoice([round(w, 6) for w in grid[best]], scores[best], singles, len(grid))

@@ -9,6 +9,7 @@ Outputs (artifacts/bm25/):
                        queries (data.dev, uniret.data.dev_split) are left out, so no training
                        stage sees them
   dev_qrels.tsv        qrels of the dev queries (carved from the train split, never from test)
+  dev_runs/<dataset>.trec  top bm25.top_n per query of data.dev.split, for each of data.dev.datasets
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ RUNS = "runs"
 TRAIN_RUN = "train_run.trec"
 NEGATIVES = "negatives.jsonl"
 DEV_QRELS = "dev_qrels.tsv"
+DEV_RUNS = "dev_runs"
 
 
 def datasets_in_use(data: DataConfig) -> list[str]:
@@ -114,6 +116,10 @@ def run(ctx: StageContext) -> dict[str, Any]:
                     entry.update(_eval_run(dataset, searcher, data, cfg, out / RUNS / f"{name}.trec"))
                 if name == data.train_dataset:
                     metrics["train"] = _train_negatives(dataset, searcher, data, cfg, out)
+                if name in data.dev.datasets:
+                    dev_queries = dataset.split_queries(data.dev.split)
+                    write_run(out / DEV_RUNS / f"{name}.trec", searcher.search(dev_queries, cfg.top_n), RUN_TAG, cfg.top_n)
+                    entry["dev_queries"] = len(dev_queries)
             metrics["datasets"][name] = entry
         manifest["metrics"] = metrics
     return metrics

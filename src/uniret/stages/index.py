@@ -79,62 +79,96 @@ def _model_info(ctx: StageContext, model, stage: str, model_dir: Path) -> dict[s
     }
 
 
+def _cache_key(info: dict[str, Any]) -> str | None:
+    """The checkpoint's encoding-cache key (shared with the evaluate stage's sources), if it has a config."""
+    from uniret.retrieval.corpus_cache import encoder_key
+
+    return encoder_key(info["config"], info["checkpoint_sha256"]) if info.get("config") is not None else None
+
+
 def _seed_encoding_cache(ctx: StageContext, info: dict[str, Any], dataset: BeirDataset, docids: list[str],
                          encoded) -> None:
     """Store the corpus encodings under the checkpoint's cache key: the evaluate stage scores this
     checkpoint on this corpus too (trained source) and then reads them instead of encoding again."""
-    from uniret.retrieval.corpus_cache import encoder_key, store_corpus_encoding
+    from uniret.retrieval.corpus_cache import store_corpus_encoding
 
-    if info.get("config") is None:
+    key = _cache_key(info)
+    if key is None:
         return
     root = ctx.artifacts / ctx.params.section("training").evaluation.cache_dir
-    store_corpus_encoding(root, encoder_key(info["config"], info["checkpoint_sha256"]), dataset.corpus_path, docids,
-                          encoded, label=f"index/{dataset.name}")
+    store_corpus_encoding(root, key, dataset.corpus_path, docids, encoded, label=f"index/{dataset.name}")
 
 
 FUSION_MODES = ("hybrid", "hybrid_bm25")  # min-max fusions whose weights are learned on the dev split
 
 
-def _learn_fusion(ctx: StageContext, cfg: IndexConfig, rcfg: RetrievalConfig, dataset: BeirDataset,
-                  docids: list[str], encoded, encoder) -> dict[str, Any] | None:
-    """Weights of each fusion mode learned on the dev split (bm25 stage: dev_qrels.tsv, train_run.trec).
+def _tuning_runs(queries: dict[str, str], docids: list[str], encoded, encoder, rcfg: RetrievalConfig,
+                 heads: list[str], bm25_run) -> dict[str, Any]:
+    """{mode: dev run} of the fused heads (exact in-memory search over `encoded`) and BM25 (given)."""
+    from uniret.retrieval.base import encode_queries
+    from uniret.retrieval.modes import build_searchers, memory_corpus_index
 
-    The dense and lexical runs come from in-memory structures over the same encodings the bundle
-    holds (exact search, the same quantized impacts as the Lucene index), BM25's from the bm25
-    stage's run of the train-split queries, which includes the dev queries.
+    searchers = build_searchers(memory_corpus_index(docids, encoded, rcfg), rcfg, encoder, modes=heads)
+    batch = encode_queries(queries, encoder)
+    runs = {m: s.search_batch(batch, rcfg.fusion.depth) for m, s in searchers.items()}
+    runs["bm25"] = {q: dict(sorted(bm25_run.get(q, {}).items(), key=lambda x: -x[1])[: rcfg.fusion.depth])
+                    for q in queries}
+    return runs
+
+
+def _learn_fusion(ctx: StageContext, cfg: IndexConfig, rcfg: RetrievalConfig, dataset: BeirDataset,
+                  docids: list[str], encoded, encoder, cache_key: str | None) -> dict[str, Any] | None:
+    """Weights of each fusion mode learned on the dev splits (never a test split).
+
+    Tuning sets: the dev carve of the train dataset (bm25 stage: dev_qrels.tsv; its BM25 run is in
+    train_run.trec) and the `data.dev.split` of each of `data.dev.datasets` (bm25 stage:
+    dev_runs/). Dense and lexical runs come from exact in-memory search over the bundle's own
+    encodings (the same quantized impacts as the Lucene index); another dataset's corpus is encoded
+    by the bundle's ONNX encoder into the encoding cache, where the evaluate stage finds it.
     """
     from uniret.data.beir import read_qrels
-    from uniret.evaluation.fusion_tuning import learn_fusion_weights
-    from uniret.retrieval.base import encode_queries
-    from uniret.retrieval.modes import build_searchers, fused_runs, memory_corpus_index
+    from uniret.evaluation.fusion_tuning import TuningSet, learn_fusion_weights
+    from uniret.retrieval.corpus_cache import cached_corpus_encoding
+    from uniret.retrieval.modes import fused_runs
     from uniret.retrieval.runs import read_run
-    from uniret.stages.bm25 import DEV_QRELS, TRAIN_RUN
+    from uniret.stages.bm25 import DEV_QRELS, DEV_RUNS, TRAIN_RUN
 
+    data = ctx.params.section("data")
     modes = [m for m in FUSION_MODES if m in rcfg.modes]
     dev_path = ctx.require("bm25") / DEV_QRELS
     if not cfg.fusion.enabled or not modes or not dev_path.is_file():
         return None
-    qrels = read_qrels(dev_path)
-    queries = {q: t for q, t in dataset.split_queries(ctx.params.section("data").train_split).items() if q in qrels}
-    if not queries:
-        return None
-    index = memory_corpus_index(docids, encoded, rcfg)
     heads = sorted({m for mode in modes for m in fused_runs(mode, rcfg)} - {"bm25"})
-    searchers = build_searchers(index, rcfg, encoder, modes=heads)
-    batch = encode_queries(queries, encoder)
-    runs = {m: s.search_batch(batch, rcfg.fusion.depth) for m, s in searchers.items()}
-    bm25_run = read_run(ctx.require("bm25") / TRAIN_RUN)
-    runs["bm25"] = {q: dict(sorted(bm25_run.get(q, {}).items(), key=lambda x: -x[1])[: rcfg.fusion.depth])
-                    for q in queries}
-    out: dict[str, Any] = {"split": "dev", "queries": len(queries), "metric": cfg.fusion.metric,
+    sets: list[tuple[str, dict, dict[str, Any]]] = []  # (name, qrels, runs)
+    qrels = read_qrels(dev_path)
+    queries = {q: t for q, t in dataset.split_queries(data.train_split).items() if q in qrels}
+    if queries:
+        train_run = read_run(ctx.require("bm25") / TRAIN_RUN)
+        sets.append((dataset.name, qrels, _tuning_runs(queries, docids, encoded, encoder, rcfg, heads, train_run)))
+    cache_root = ctx.artifacts / ctx.params.section("training").evaluation.cache_dir
+    for name in data.dev.datasets:
+        other = ctx.dataset(name)
+        docs = list(other.iter_corpus())
+        other_ids = [d.id for d in docs]
+        encode = lambda docs=docs: encoder.encode([d.contents for d in docs], is_query=False)  # noqa: E731
+        other_enc = (cached_corpus_encoding(cache_root, cache_key, other.corpus_path, other_ids, encode,
+                                            label=f"index/{name}") if cache_key else encode())
+        bm25_run = read_run(ctx.require("bm25") / DEV_RUNS / f"{name}.trec")
+        sets.append((f"{name}/{data.dev.split}", other.qrels(data.dev.split),
+                     _tuning_runs(other.split_queries(data.dev.split), other_ids, other_enc, encoder, rcfg, heads,
+                                  bm25_run)))
+    if not sets:
+        return None
+    out: dict[str, Any] = {"sets": {n: len(q) for n, q, _ in sets}, "metric": cfg.fusion.metric,
                            "grid_step": cfg.fusion.grid_step, "modes": {}}
     for mode in modes:
         names = fused_runs(mode, rcfg)
-        choice = learn_fusion_weights([runs[n] for n in names], qrels, cfg.fusion.grid_step, cfg.fusion.metric)
+        choice = learn_fusion_weights([TuningSet(n, [runs[m] for m in names], q) for n, q, runs in sets],
+                                      cfg.fusion.grid_step, cfg.fusion.metric)
         out["modes"][mode] = {"runs": names, "weights": choice.weights, "dev_score": round(choice.score, 5),
                               "dev_single": dict(zip(names, [round(x, 5) for x in choice.single_scores], strict=True))}
-        log.info("index: %s weights %s on %d dev queries: %s %.4f (single runs %s)", mode,
-                 dict(zip(names, choice.weights, strict=True)), len(queries), cfg.fusion.metric, choice.score,
+        log.info("index: %s weights %s on dev sets %s: %s %.4f (single runs %s)", mode,
+                 dict(zip(names, choice.weights, strict=True)), out["sets"], cfg.fusion.metric, choice.score,
                  out["modes"][mode]["dev_single"])
     return out
 
@@ -182,7 +216,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
         )
         info = _model_info(ctx, model, stage, model_dir)
         _seed_encoding_cache(ctx, info, dataset, [d.id for d in docs], encoded)
-        fusion = _learn_fusion(ctx, cfg, rcfg, dataset, [d.id for d in docs], encoded, onnx_enc)
+        fusion = _learn_fusion(ctx, cfg, rcfg, dataset, [d.id for d in docs], encoded, onnx_enc, _cache_key(info))
         shutil.copytree(bm25_index, bundle / BM25_DIR)
         metrics.update(
             corpus_encoder=cfg.corpus_encoder,

@@ -49,6 +49,8 @@ def required_splits(name: str, data_cfg: DataConfig) -> dict[str, str]:
         needed[data_cfg.train_split] = "data.train_split"
     if name in data_cfg.eval_datasets:
         needed.setdefault(data_cfg.eval_split, "data.eval_split")
+    if name in data_cfg.dev.datasets:
+        needed.setdefault(data_cfg.dev.split, "data.dev.split")
     return needed
 
 
