@@ -73,10 +73,16 @@ class StageTrainingConfig:
     # documents cut at this many tokens while training (None: the model's doc_max_length); the
     # model still encodes corpora at its own length: a CPU budget buys more steps with short docs
     doc_max_length: int | None = None
+    # loss terms taught by the reranker are dropped (logged, recorded in the manifest) when the
+    # reranker stage's final top-1 accuracy on its training groups is below this: distilling from a
+    # teacher that ranks no better than chance only pulls the heads toward noise. None: always keep
+    min_teacher_top1: float | None = None
 
     def validate(self) -> None:
         if self.doc_max_length is not None and self.doc_max_length < 1:
             raise ValueError(f"doc_max_length must be >= 1 or null, got {self.doc_max_length}")
+        if self.min_teacher_top1 is not None and not 0.0 <= self.min_teacher_top1 <= 1.0:
+            raise ValueError(f"min_teacher_top1 must be in [0, 1] or null, got {self.min_teacher_top1}")
         if self.group_size < 2:
             raise ValueError(f"group_size must be >= 2 (a positive and a negative), got {self.group_size}")
         if self.max_queries is not None and self.max_queries < 1:

@@ -32,7 +32,8 @@ class DevSplitConfig:
     fraction: float = 0.2  # share of the judged train queries held out (0 disables the carve)
     seed: int = 29
     # eval datasets whose own `split` qrels also tune the fusion (e.g. NFCorpus's dev split): weights
-    # chosen on the train domain alone need not suit other collections
+    # chosen on the train domain alone need not suit other collections. Names outside
+    # data.eval_datasets are ignored (their corpora are not validated or indexed)
     datasets: list[str] = field(default_factory=list)
     split: str = "dev"
 

@@ -46,7 +46,8 @@ class BundleSource:
     required = False  # the evaluate stage runs before the index stage exists (BM25 only)
     save_runs = True
 
-    def __init__(self) -> None:
+    def __init__(self, modes: list[str] | None = None) -> None:
+        self.modes = modes  # None: every mode of params `retrieval.modes`
         self.provenance: dict[str, dict[str, str]] = {}  # {dataset: {mode: where from}}
 
     def _bundle_dir(self, ctx: StageContext) -> Path:
@@ -69,7 +70,7 @@ class BundleSource:
         bundle = open_bundle(self._bundle_dir(ctx), cfg)
         cache_root = ctx.artifacts / ctx.params.section("training").evaluation.cache_dir
         model_id = bundle_encoder_key(bundle.manifest, bundle.path / ONNX_DIR)
-        modes = [m for m in cfg.modes if m not in SKIPPED_MODES]
+        modes = [m for m in (self.modes or cfg.modes) if m not in SKIPPED_MODES]
         runs: Runs = {}
         for name in eval_datasets(ctx):
             dataset = ctx.dataset(name)

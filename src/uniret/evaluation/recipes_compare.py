@@ -3,7 +3,8 @@
 Each recipe runs the same stage functions as the DAG (uniret.stages.<stage>.run) with params
 `model.recipe` set to it, into artifacts/recipes/<recipe>/ (the validate and bm25 outputs are
 linked from the main artifacts, so every recipe trains on the same data and negatives). Its
-final model is scored by the "trained" run source; BM25 and the untrained starting models come
+final model is scored by the "trained" run source (and, for a recipe served in a fused mode
+whose weights the index stage learns, its bundle: `bundle_runs`); BM25 and the untrained starting models come
 from the main artifacts. The recipe the main DAG trained (its final model's manifest names it) is
 not trained again: its models under artifacts/<stage>/ are scored, with the DAG's stage times,
 unless `retrain` is set. Writes artifacts/recipes/compare.json (the metrics.json schema of the
@@ -22,6 +23,7 @@ from typing import Any
 
 from uniret.config import Params
 from uniret.config.recipes import TRAINING_STAGES
+from uniret.evaluation.sources import Runs
 from uniret.stages.runtime import StageContext, run_stage
 
 log = logging.getLogger("uniret.evaluation")
@@ -86,6 +88,32 @@ def dag_recipe_run(ctx: StageContext, recipe: str) -> RecipeRun | None:
     return RecipeRun(recipe, ctx, seconds)
 
 
+# served modes whose fusion weights the index stage learns on the dev splits: scored from a bundle
+BUNDLE_MODES = ("hybrid", "hybrid_bm25")
+
+
+def bundle_runs(rctx: StageContext, recipe: str) -> Runs:
+    """"<recipe>/<mode>" runs of the recipe's fused served mode (and its two-signal `hybrid`) from its
+    bundle, built by the index stage when missing or made from another recipe's model; {} for a
+    recipe served in a mode the trained source already scores."""
+    from uniret.evaluation.bundle_source import BUNDLE, BundleSource
+    from uniret.retrieval.bundle import read_bundle_manifest
+
+    plan = rctx.params.section("training").plan(recipe)
+    if plan.serve_mode not in BUNDLE_MODES:
+        return {}
+    modes = list(dict.fromkeys([plan.serve_mode, "hybrid"]))
+    bundle = rctx.stage_dir("index") / BUNDLE
+    try:
+        built_for = (read_bundle_manifest(bundle).get("model") or {}).get("recipe")
+    except FileNotFoundError:
+        built_for = None
+    if built_for != recipe:
+        run_stage("index", rctx)
+    runs = BundleSource(modes).runs(rctx)
+    return {f"{recipe}/{m}": runs[m] for m in modes if m in runs}
+
+
 def compare_recipes(
     ctx: StageContext, recipes: list[str], train: bool = True, zeroshot: bool = True, retrain: bool = False
 ) -> dict[str, Any]:
@@ -108,6 +136,7 @@ def compare_recipes(
             result = train_recipe(ctx, recipe) if train else RecipeRun(recipe, recipe_context(ctx, recipe), {})
         start = time.perf_counter()
         runs.update(TrainedModelSource().runs(result.ctx))
+        runs.update(bundle_runs(result.ctx, recipe))
         timings[recipe] = {**result.seconds, "evaluate": round(time.perf_counter() - start, 1)}
     qrels = {name: ctx.dataset(name).qrels(data.eval_split) for name in data.eval_datasets}
     scores = score_systems(qrels, runs, ecfg.metrics, ecfg.ignore_identical_ids, data.train_dataset)

@@ -40,7 +40,12 @@ def run_biencoder_stage(
 
     from uniret.losses.compose import build_composite, needs
     from uniret.models.factory import build_model, load_model
-    from uniret.stages.teachers import lexical_teacher_model, reranker_model, reranker_path
+    from uniret.stages.teachers import (
+        lexical_teacher_model,
+        reranker_model,
+        reranker_path,
+        usable_teacher_terms,
+    )
     from uniret.training.batches import batches_for
     from uniret.training.examples import GroupCollator, build_examples
     from uniret.training.objectives import lexical_teacher, make_compute_loss, reranker_teacher
@@ -49,7 +54,8 @@ def run_biencoder_stage(
     if not recipe.runs(stage):
         return write_skipped(ctx, stage, recipe.name)
     cfg = recipe.stage_config(stage)
-    terms = ctx.params.section("losses").terms(recipe.name, stage)
+    terms, teacher_note = usable_teacher_terms(ctx, ctx.params.section("losses").terms(recipe.name, stage),
+                                               cfg.min_teacher_top1)
     torch.manual_seed(cfg.train.seed)
     inputs = {}
     if start_from:
@@ -88,4 +94,6 @@ def run_biencoder_stage(
     data = batches_for(examples, collate, cfg.train)
     compute_loss = make_compute_loss(build_composite(terms), teachers)
     extra = {"examples": len(examples), "negatives_from": negatives_from, "terms": sorted(terms)}
+    if teacher_note:
+        extra["teacher_check"] = teacher_note
     return train_and_save(ctx, stage, model, data, compute_loss, cfg, recipe.name, inputs, extra)

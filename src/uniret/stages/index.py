@@ -146,7 +146,7 @@ def _learn_fusion(ctx: StageContext, cfg: IndexConfig, rcfg: RetrievalConfig, da
         train_run = read_run(ctx.require("bm25") / TRAIN_RUN)
         sets.append((dataset.name, qrels, _tuning_runs(queries, docids, encoded, encoder, rcfg, heads, train_run)))
     cache_root = ctx.artifacts / ctx.params.section("training").evaluation.cache_dir
-    for name in data.dev.datasets:
+    for name in (n for n in data.dev.datasets if n in data.eval_datasets):  # the bm25 stage ran only these
         other = ctx.dataset(name)
         docs = list(other.iter_corpus())
         other_ids = [d.id for d in docs]

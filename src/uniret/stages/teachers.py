@@ -10,7 +10,7 @@ import torch
 
 from uniret.config.models import RecipeConfig
 from uniret.stages.recipe_stage import MODEL_DIR, model_dir
-from uniret.stages.runtime import StageContext
+from uniret.stages.runtime import StageContext, read_manifest
 
 log = logging.getLogger("uniret.stages")
 
@@ -67,3 +67,24 @@ def reranker_model(ctx: StageContext) -> torch.nn.Module:
 
 def reranker_path(ctx: StageContext) -> Path:
     return ctx.stage_dir("reranker") / MODEL_DIR
+
+
+RERANKER_TAUGHT = ("distill_kl", "margin_mse")  # losses whose teacher defaults to the reranker
+
+
+def usable_teacher_terms(ctx: StageContext, terms: dict, min_top1: float | None) -> tuple[dict, str | None]:
+    """`terms` without the reranker-taught ones when the reranker is too weak to teach, and why.
+
+    The reranker stage records the top-1 accuracy of its final training window in its manifest;
+    below `min_top1` (training.<stage>.min_teacher_top1) its terms are dropped with a warning.
+    """
+    taught = sorted(n for n, t in terms.items() if t.loss in RERANKER_TAUGHT and (t.teacher or "reranker") == "reranker")
+    if min_top1 is None or not taught:
+        return terms, None
+    top1 = (read_manifest(ctx.require("reranker")).get("metrics") or {}).get("top1_accuracy")
+    if top1 is not None and top1 >= min_top1:
+        return terms, None
+    note = (f"reranker top-1 accuracy {top1} is below min_teacher_top1 {min_top1}: "
+            f"teacher terms {taught} dropped")
+    log.warning(note)
+    return {n: t for n, t in terms.items() if n not in taught}, note
