@@ -149,6 +149,7 @@ def test_recipes_compare_scores_the_trained_recipes(trained, base, shared_data):
         _ndcg10(qrels, read_run(base.stage_dir("bm25") / "runs" / "scifact.trec")), abs=1e-6)
     for recipe, run in runs.items():
         for system, by_dataset in TrainedModelSource().runs(run.ctx).items():
+            assert system.startswith(f"{recipe}/")
             assert systems[system]["ndcg@10"] == pytest.approx(_ndcg10(qrels, by_dataset["scifact"]), abs=1e-6)
 
     table = (out / "compare.md").read_text()
