@@ -42,6 +42,10 @@ COMMAND_MODULES = [
 ]
 
 
+# Stage subcommands with flags of their own: module -> it defines `extend_parser(parser)`.
+STAGE_EXTENSIONS = {"evaluate": "uniret.commands.evaluate_cmd"}
+
+
 def add_common_args(p: argparse.ArgumentParser) -> None:
     """Arguments every stage (and most commands) share."""
     p.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
@@ -50,7 +54,7 @@ def add_common_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--artifacts", default=None, help="artifacts folder (default: $UNIRET_ARTIFACTS, then ./artifacts)")
 
 
-def _run_stage(args: argparse.Namespace) -> int:
+def run_stage_command(args: argparse.Namespace) -> int:
     from uniret.stages.runtime import make_context, run_stage
 
     ctx = make_context(args.params, args.profile, args.data, args.artifacts)
@@ -70,7 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     for stage in STAGES:
         p = sub.add_parser(stage, help=STAGE_HELP[stage], description=STAGE_HELP[stage])
         add_common_args(p)
-        p.set_defaults(func=_run_stage, stage=stage)
+        p.set_defaults(func=run_stage_command, stage=stage)
+        if stage in STAGE_EXTENSIONS:  # extra flags of a stage subcommand (they set its func)
+            importlib.import_module(STAGE_EXTENSIONS[stage]).extend_parser(p)
     for mod in COMMAND_MODULES:
         try:
             module = importlib.import_module(mod)

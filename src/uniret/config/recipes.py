@@ -9,9 +9,11 @@ says "skipped by recipe <name>", so the DAG keeps its shape.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from uniret.config.loader import build
 from uniret.config.models import ModelConfig
 from uniret.config.training import TrainConfig
 
@@ -89,6 +91,24 @@ class StageTrainingConfig:
             raise ValueError(f"max_queries must be >= 1 or null, got {self.max_queries}")
 
 
+def with_train_override(cfg: StageTrainingConfig, override: dict[str, Any], where: str) -> StageTrainingConfig:
+    """`cfg` with a recipe's overrides of its `train` block (RecipePlan.train); warmup_steps and
+    checkpoint_every follow a shorter max_steps unless given. Wrong keys or types name `where`."""
+    if not override:
+        return cfg
+    if not isinstance(override, dict):
+        raise ValueError(f"{where}: expected a mapping, got {type(override).__name__}")
+    override = dict(override)
+    t = cfg.train
+    if isinstance(override.get("max_steps"), int):
+        if "warmup_steps" not in override:
+            override["warmup_steps"] = round(t.warmup_steps * override["max_steps"] / t.max_steps)
+        if "checkpoint_every" not in override:
+            override["checkpoint_every"] = min(t.checkpoint_every, override["max_steps"])
+    values = {**{f.name: getattr(t, f.name) for f in dataclasses.fields(t)}, **override}
+    return dataclasses.replace(cfg, train=build(type(t), values, where))
+
+
 @dataclass
 class MineConfig:
     """Self-mined hard negatives (UnifieR Eq. 8): top-K per head, sampled from a rank window."""
@@ -150,6 +170,12 @@ class TrainingSection:
     continual: StageTrainingConfig = field(default_factory=StageTrainingConfig)
     distill: StageTrainingConfig = field(default_factory=StageTrainingConfig)
     evaluation: ModelEvalConfig = field(default_factory=ModelEvalConfig)
+
+    def validate(self) -> None:
+        # a recipe's train overrides are checked with the section (params check), not at stage time only
+        for name, plan in self.recipes.items():
+            for stage, override in plan.train.items():
+                with_train_override(getattr(self, stage), override, f"recipes.{name}.train.{stage}")
 
     def plan(self, recipe: str) -> RecipePlan:
         """The RecipePlan of `recipe`; KeyError names the known ones."""

@@ -1,7 +1,7 @@
 """Run source "bundle": every retrieval mode of the index stage's bundle, on every eval dataset.
 
 Where each run comes from (recorded in `provenance` and in the evaluate log):
-- the bundle's own corpus (data.train_dataset): the bundle's faiss index, Lucene impact index and
+- the bundle's own corpus (data.train_dataset, same doc ids): the bundle's faiss index, Lucene impact index and
   BM25 index, queries encoded by the bundle's ONNX query encoder: exactly what serving runs;
 - any other eval dataset: its corpus encoded by the bundle's ONNX document encoder into in-memory
   structures (faiss per retrieval.dense, exact sparse products with the same quantization as the
@@ -74,11 +74,13 @@ class BundleSource:
         runs: Runs = {}
         for name in eval_datasets(ctx):
             dataset = ctx.dataset(name)
-            if name == bundle.manifest["train_dataset"]:
+            docs = list(dataset.iter_corpus())
+            docids = [d.id for d in docs]
+            # the bundle's own index only for its own corpus: a folder of the same name holding other
+            # documents (`uniret evaluate --data DIR`) is encoded like any other corpus
+            if name == bundle.manifest["train_dataset"] and docids == list(bundle.index.docids):
                 index = bundle.index
             else:
-                docs = list(dataset.iter_corpus())
-                docids = [d.id for d in docs]
                 encoded = cached_corpus_encoding(
                     cache_root, model_id, dataset.corpus_path, docids,
                     lambda docs=docs: bundle.encoder.encode([d.contents for d in docs], is_query=False),

@@ -19,12 +19,11 @@ from typing import Any
 from uniret.config import ConfigError
 from uniret.errors import StageFailed
 from uniret.evaluation.expected import check_expected
-from uniret.evaluation.scoring import Scores, score_systems
+from uniret.evaluation.outputs import write_evaluation
+from uniret.evaluation.scoring import score_systems
 from uniret.evaluation.sources import RUN_SOURCES, RunSource, collect_runs, load_source
 from uniret.evaluation.tables import metrics_table
-from uniret.retrieval.runs import Run, write_run
 from uniret.stages.runtime import VALIDATED_DATA, StageContext, stage_output
-from uniret.utils.files import atomic_write_json, atomic_write_text
 
 log = logging.getLogger("uniret.evaluation")
 
@@ -54,18 +53,6 @@ def check_references(ctx: StageContext, doc: dict[str, Any]) -> dict[str, Any]:
         result["failures"].extend(check_expected(doc, path))
     result["status"] = "fail" if result["failures"] else "pass"
     return result
-
-
-def _write_outputs(out: Path, scores: Scores, table: str, saved: dict[str, dict[str, Run]], split: str) -> None:
-    """metrics.json, metrics.md, per-query values, and the runs that exist nowhere else."""
-    atomic_write_json(out / "metrics.json", scores.doc)
-    atomic_write_text(out / "metrics.md", f"# Evaluation ({split} split)\n\n{table}")
-    for system, by_dataset in scores.per_query.items():
-        for dataset, rows in by_dataset.items():
-            atomic_write_json(out / "per_query" / system / f"{dataset}.json", rows)
-    for system, by_dataset in saved.items():
-        for dataset, run_ in by_dataset.items():
-            write_run(out / "runs" / system / f"{dataset}.trec", run_, tag=system)
 
 
 def _log_results(split: str, table: str, references: dict[str, Any]) -> None:
@@ -105,7 +92,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
         table = metrics_table(scores.doc, cfg.metrics)
         _log_results(data_cfg.eval_split, table, references)
         saved = {s: runs[s] for src in sources if src.save_runs for s in source_report[src.name]["systems"]}
-        _write_outputs(out, scores, table, saved, data_cfg.eval_split)
+        write_evaluation(out, scores, table, saved, data_cfg.eval_split)
         manifest["metrics"] = {"macro": scores.doc["macro"], "zero_shot_macro": scores.doc["zero_shot_macro"]}
         manifest["sources"] = source_report
         manifest["expected"] = references

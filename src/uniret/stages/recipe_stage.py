@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import shutil
@@ -18,9 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from uniret.config.loader import build
 from uniret.config.models import RecipeConfig
-from uniret.config.recipes import RecipePlan, StageTrainingConfig, TrainingSection
+from uniret.config.recipes import RecipePlan, StageTrainingConfig, TrainingSection, with_train_override
 from uniret.data.negatives import NegativesRecord, iter_negatives
 from uniret.stages.runtime import StageContext, stage_output
 
@@ -48,17 +46,7 @@ class ActiveRecipe:
     def stage_config(self, stage: str) -> StageTrainingConfig:
         """training.<stage> with this recipe's overrides of its `train` block (plan.train) applied."""
         cfg: StageTrainingConfig = getattr(self.training, stage)
-        override = dict(self.plan.train.get(stage) or {})
-        if not override:
-            return cfg
-        t = cfg.train
-        if "max_steps" in override and "warmup_steps" not in override:
-            override["warmup_steps"] = round(t.warmup_steps * override["max_steps"] / t.max_steps)
-        if "max_steps" in override and "checkpoint_every" not in override:
-            override["checkpoint_every"] = min(t.checkpoint_every, override["max_steps"])
-        values = {**{f.name: getattr(t, f.name) for f in dataclasses.fields(t)}, **override}
-        train = build(type(t), values, f"training.recipes.{self.name}.train.{stage}")
-        return dataclasses.replace(cfg, train=train)
+        return with_train_override(cfg, self.plan.train.get(stage) or {}, f"training.recipes.{self.name}.train.{stage}")
 
 
 def active_recipe(ctx: StageContext) -> ActiveRecipe:

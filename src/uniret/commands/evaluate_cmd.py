@@ -1,0 +1,83 @@
+"""`uniret evaluate` on any BEIR folder: the evaluate stage's flags for scoring without the DAG.
+
+Without these flags `uniret evaluate` is the DAG stage. With any of them it scores BM25, and the
+given bundle and/or checkpoint, on the datasets under --data (uniret.evaluation.folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+FOLDER_FLAGS = ("datasets", "bundle", "checkpoint", "split", "out", "recipe")
+PRODUCTION = "production"
+DEFAULT_SPLIT = "test"
+DEFAULT_OUT = "evaluate-folder"  # under --artifacts: beside, never over, the stage's artifacts/evaluate
+
+
+def extend_parser(p: argparse.ArgumentParser) -> None:
+    """Add the folder-evaluation flags to the evaluate stage's parser and route to `run`."""
+    g = p.add_argument_group("evaluate any BEIR folder (no DAG artifacts needed)",
+                             "give any of these to score BM25 (+ a bundle, + a checkpoint) on the datasets under --data")
+    g.add_argument("--datasets", default=None,
+                   help="comma-separated dataset folders under --data (default: every folder with a corpus.jsonl)")
+    g.add_argument("--bundle", default=None,
+                   help=f"a bundle folder, a registry version, or '{PRODUCTION}' (the registry's production bundle)")
+    g.add_argument("--checkpoint", default=None, help="a model folder, e.g. artifacts/distill/model")
+    g.add_argument("--recipe", default=None,
+                   help="the checkpoint's recipe (default: its stage manifest, else params model.recipe)")
+    g.add_argument("--split", default=None, help=f"qrels split to score (default: {DEFAULT_SPLIT})")
+    g.add_argument("--out", default=None, help=f"output folder (default: <artifacts>/{DEFAULT_OUT})")
+    p.set_defaults(func=run)
+
+
+def resolve_bundle(params, value: str) -> Path:
+    """A bundle folder from --bundle: 'production', an existing folder, or a version in the registry."""
+    from uniret.registry.bundles import bundle_dir
+    from uniret.registry.configured import registry_root
+    from uniret.registry.errors import RegistryError
+    from uniret.registry.pointer import read_pointer
+
+    root = registry_root(params)
+    if value == PRODUCTION:
+        pointer = read_pointer(root)
+        if pointer is None:
+            raise FileNotFoundError(f"{root / 'production.json'}: no production bundle promoted yet")
+        return root / pointer["bundle"]
+    path = Path(value).expanduser()
+    if path.is_dir():
+        return path
+    try:
+        return bundle_dir(root, value)
+    except RegistryError as exc:
+        raise FileNotFoundError(f"--bundle {value}: not a folder, and {exc}") from exc
+
+
+def run(args: argparse.Namespace) -> int:
+    """The DAG stage, or the folder evaluation when a folder flag is given."""
+    if not any(getattr(args, f) is not None for f in FOLDER_FLAGS):
+        from uniret.cli import run_stage_command
+
+        return run_stage_command(args)
+    from uniret.evaluation.folder import FolderRequest, evaluate_folder, find_datasets
+    from uniret.stages.runtime import make_context
+
+    ctx = make_context(args.params, args.profile, args.data, args.artifacts)
+    root = ctx.data_root
+    if (root / "corpus.jsonl").is_file():  # --data names one dataset folder
+        root, datasets = root.parent, [root.name]
+    else:
+        datasets = find_datasets(root)
+    if args.datasets is not None:
+        datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
+    if not datasets:
+        raise FileNotFoundError(f"{root}: no dataset folders (with a corpus.jsonl) to evaluate; pass --datasets")
+    request = FolderRequest(
+        data_root=root, datasets=datasets, split=args.split or DEFAULT_SPLIT,
+        out=Path(args.out) if args.out else ctx.artifacts / DEFAULT_OUT,
+        bundle=resolve_bundle(ctx.params, args.bundle) if args.bundle else None,
+        checkpoint=Path(args.checkpoint).expanduser() if args.checkpoint else None, recipe=args.recipe,
+    )
+    evaluate_folder(ctx.params, request)
+    print(f"uniret evaluate: {', '.join(datasets)} ({request.split}) -> {request.out.resolve()}/metrics.md")
+    return 0
