@@ -40,6 +40,12 @@ def _compile(args: argparse.Namespace) -> int:
 
 def _image(args: argparse.Namespace) -> int:
     _, cfg = _config(args)
+    if args.kustomize:
+        from uniret.kubeflow.images import write_kustomization_images
+
+        changed = write_kustomization_images(args.kustomize, cfg)
+        print(f"{args.kustomize}: images {'updated' if changed else 'already current'}")
+        return 0
     print(cfg.image if args.variant == "gpu" else cfg.serving_image)
     return 0
 
@@ -148,6 +154,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     i.add_argument("--params", default="params.yaml")
     i.add_argument("--variant", choices=["gpu", "cpu"], default="gpu",
                    help="gpu: the pipeline's image (Dockerfile.gpu); cpu: serving's (Dockerfile)")
+    i.add_argument("--kustomize", default=None, metavar="KUSTOMIZATION",
+                   help="instead of printing, write both tags into this kustomization.yaml's `images:`")
     i.set_defaults(func=_image, profile=None)
 
     r = psub.add_parser("run", help="run the pipeline here with kfp.local (SubprocessRunner, or DockerRunner)")

@@ -28,10 +28,7 @@ MANIFEST_OUTPUT = "manifest"
 
 def stage_task(
     stage: str,
-    workdir: str,
-    profile: str,
-    recipe: str,
-    data_version: str,
+    workdir: str, profile: str, recipe: str, data_version: str,  # the pipeline's run parameters
     manifest: Output[Artifact],
     upstream: Input[Artifact] = None,
 ):
@@ -45,10 +42,7 @@ def stage_task(
 
 
 def evaluate(
-    workdir: str,
-    profile: str,
-    recipe: str,
-    data_version: str,
+    workdir: str, profile: str, recipe: str, data_version: str,  # the pipeline's run parameters
     manifest: Output[Dataset],
     metrics: Output[Metrics],
     report: Output[Markdown],
@@ -62,10 +56,7 @@ def evaluate(
 
 
 def gate(
-    workdir: str,
-    profile: str,
-    recipe: str,
-    data_version: str,
+    workdir: str, profile: str, recipe: str, data_version: str,  # the pipeline's run parameters
     gate_overrides: str,
     manifest: Output[Dataset],
     decision: Output[Markdown],
@@ -85,10 +76,7 @@ def gate(
 
 
 def report(
-    workdir: str,
-    profile: str,
-    recipe: str,
-    data_version: str,
+    workdir: str, profile: str, recipe: str, data_version: str,  # the pipeline's run parameters
     manifest: Output[Dataset],
     summary: Output[Markdown],
     figures: Output[HTML],
