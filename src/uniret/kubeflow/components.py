@@ -38,7 +38,7 @@ def stage_task(
     """
     from uniret.kubeflow.task import TaskRequest, run_component
 
-    run_component(TaskRequest(stage, workdir, profile, recipe, data_version), manifest)
+    run_component(TaskRequest(stage, workdir, profile, recipe, data_version), manifest, upstream)
 
 
 def evaluate(
@@ -51,7 +51,7 @@ def evaluate(
     """Run uniret.stages.evaluate; nDCG@10 per dataset/system goes to `metrics`, metrics.md to `report`."""
     from uniret.kubeflow.task import TaskRequest, publish_evaluation, run_component
 
-    ctx = run_component(TaskRequest("evaluate", workdir, profile, recipe, data_version), manifest)
+    ctx = run_component(TaskRequest("evaluate", workdir, profile, recipe, data_version), manifest, upstream)
     publish_evaluation(ctx, metrics, report)
 
 
@@ -71,7 +71,8 @@ def gate(
     """
     from uniret.kubeflow.task import TaskRequest, publish_gate, run_component
 
-    ctx = run_component(TaskRequest("gate", workdir, profile, recipe, data_version, gate_overrides), manifest)
+    ctx = run_component(TaskRequest("gate", workdir, profile, recipe, data_version, gate_overrides), manifest,
+                        upstream)
     return publish_gate(ctx, decision)
 
 
@@ -85,7 +86,7 @@ def report(
     """Run uniret.stages.report; report.md becomes `summary` and its PNG plots one `figures` page."""
     from uniret.kubeflow.task import TaskRequest, publish_report, run_component
 
-    ctx = run_component(TaskRequest("report", workdir, profile, recipe, data_version), manifest)
+    ctx = run_component(TaskRequest("report", workdir, profile, recipe, data_version), manifest, upstream)
     publish_report(ctx, summary, figures)
 
 

@@ -26,7 +26,7 @@ from typing import Any
 from uniret.config.pipeline import PipelineConfig
 from uniret.errors import StageFailed
 from uniret.kubeflow.containers import DOCKER_HOST_ENV, ContainerRun, docker_host, docker_runner, run_binds
-from uniret.kubeflow.pipeline import build_pipeline
+from uniret.kubeflow.pipeline import build_pipeline, plan_stages
 from uniret.kubeflow.task import PARAMS_ENV, WORKDIR_ARTIFACTS, parse_overrides
 from uniret.stages.runtime import MANIFEST
 from uniret.utils.envvars import temporary_env
@@ -128,5 +128,17 @@ def run_local(
     for path in sorted((workdir / WORKDIR_ARTIFACTS).glob(f"*/{MANIFEST}")):
         if path.stat().st_mtime >= started:  # written by this run, not left by an earlier one
             run.manifests[path.parent.name] = read_json(path)
+    if image:  # containers' exit statuses do not reach kfp (see task.check_upstream): check outputs
+        unfinished = unfinished_stages(plan_stages(stages), run)
+        if unfinished:
+            raise StageFailed(f"kfp local run in {image}: task(s) {', '.join(unfinished)} wrote no manifest "
+                              f"(failed; their logs are above)")
     log.info("local run done: outputs in %s, stages with outputs: %s", run.outputs, ", ".join(run.manifests))
     return run
+
+
+def unfinished_stages(plan: Sequence[str], run: LocalRun) -> list[str]:
+    """Planned stages that wrote no manifest in `run`; promote counts only when the gate passed."""
+    decision = run.workdir / WORKDIR_ARTIFACTS / "gate" / "decision.json"
+    passed = "gate" in run.manifests and decision.is_file() and read_json(decision).get("passed") is True
+    return [s for s in plan if s not in run.manifests and (s != "promote" or passed)]
