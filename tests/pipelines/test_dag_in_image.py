@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -106,3 +107,33 @@ def test_same_metrics_and_decision_as_the_subprocess_run(runs):
     # the report and promote tasks ran in the container too (promote only when the gate passed)
     assert (in_image / "artifacts" / "report" / "report.md").is_file()
     assert (in_image / "artifacts" / "promote").is_dir() == decision[0]["passed"]
+
+
+def test_failed_task_is_caught_although_kfp_sees_exit_0(repo_root, image, tmp_path):
+    """Where kfp.local cannot drive podman fully: run_docker_container (auto_remove=True) streams the
+    logs, then container.wait() gets 404 (podman already removed the container) and kfp assumes
+    exit 0. uniret makes up for it: each task checks its upstream manifest and run_local checks
+    that every planned stage wrote one."""
+    import docker
+    from kfp.local.docker_task_handler import run_docker_container
+
+    from uniret.errors import StageFailed
+    from uniret.kubeflow.containers import podman_service
+
+    socket_dir = Path(tempfile.mkdtemp(prefix="uniret-podman-"))
+    try:
+        with podman_service(socket_dir, repo_root, timeout_s=60.0) as url:
+            client = docker.DockerClient(base_url=url)
+            try:
+                assert run_docker_container(client, image, ["sh", "-c", "exit 3"], {}, network_mode="host") == 0
+            finally:
+                client.close()
+    finally:
+        shutil.rmtree(socket_dir, ignore_errors=True)
+
+    cfg = dataclasses.replace(load_params(repo_root / "params.yaml").section("pipeline"),
+                              local_root=str(tmp_path / "kfp"))
+    with pytest.raises(StageFailed, match=r"task\(s\) validate, bm25 wrote no manifest"):
+        run_local(repo_root, cfg, workdir=tmp_path / "wd", profile="tiny", stages=["validate", "bm25"],
+                  params_path=repo_root / "params.yaml", data=tmp_path / "no-such-data", image=image)
+    assert not (tmp_path / "wd" / "artifacts" / "bm25").exists()  # bm25 stopped before any work
