@@ -21,12 +21,13 @@ def test_docker_runner_binds_each_path_once_at_the_same_path(tmp_path):
     wd.mkdir()
     data.mkdir()
     binds = kc.run_binds(wd, [data, None, tmp_path / "missing", wd])
-    runner = kc.docker_runner(kc.ContainerRun("img:1", binds, {"UNIRET_DATA": str(data)}, user="1000:1000"))
+    runner = kc.docker_runner(kc.ContainerRun("img:1", binds, {"UNIRET_DATA": str(data)}, user="1000:1000",
+                                              working_dir=str(wd)))
     args = runner.container_run_args
     mounts = {m["Target"]: (m["Source"], m["ReadOnly"]) for m in args["mounts"]}
     assert mounts == {str(wd): (str(wd), False), str(data): (str(data), True)}  # writable wins for wd
     assert args["environment"] == {"UNIRET_DATA": str(data)}
-    assert args["user"] == "1000:1000" and args["network_mode"] == "host"
+    assert args["user"] == "1000:1000" and args["network_mode"] == "host" and args["working_dir"] == str(wd)
     assert "entrypoint" not in args and "volumes" not in args  # kfp sets volumes itself
 
 

@@ -42,6 +42,7 @@ class ContainerRun:
     # None: the image's own user (10001), which must then own those folders.
     user: str | None = field(default_factory=lambda: f"{os.getuid()}:{os.getgid()}")
     network_mode: str = "host"  # no bridge networking is needed (or available) for the tasks
+    working_dir: str | None = None  # e.g. the workdir: writable for the caller's uid, unlike the image's /app
 
 
 def docker_runner(run: ContainerRun) -> Any:
@@ -58,6 +59,8 @@ def docker_runner(run: ContainerRun) -> Any:
                             "network_mode": run.network_mode}
     if run.user:
         args["user"] = run.user
+    if run.working_dir:
+        args["working_dir"] = run.working_dir
     return local.DockerRunner(**args)
 
 

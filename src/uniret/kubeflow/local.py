@@ -99,7 +99,8 @@ def run_local(
                 stack.callback(shutil.rmtree, socket_dir, True)
                 env[DOCKER_HOST_ENV] = stack.enter_context(docker_host(socket_dir, root, config.container_start_timeout_s))
                 inside = {k: v for k, v in env.items() if v and k in (PARAMS_ENV, DATA_ENV)}
-                runner = docker_runner(ContainerRun(image, run_binds(workdir, [params_path, data]), inside))
+                runner = docker_runner(ContainerRun(image, run_binds(workdir, [params_path, data]), inside,
+                                                    working_dir=str(workdir)))
             stack.enter_context(temporary_env(env))
             stack.enter_context(warnings.catch_warnings())
             # Expected here by design: Kubernetes settings are no-ops locally, and the image
