@@ -120,7 +120,9 @@ def run_local(
                 gate_overrides=gate_overrides,
                 workdir=str(workdir),
             )
-    except RuntimeError as exc:  # kfp colours task names in its message
+    except (RuntimeError, OSError) as exc:  # kfp colours task names in its message
+        # OSError: the docker SDK's errors (requests'). podman 4.3 answers 500, not Docker's 404,
+        # when kfp asks for the logs of a container that already exited and was removed.
         raise StageFailed(f"kfp local run failed: {ANSI.sub('', str(exc))}") from exc
     finally:
         shutil.rmtree(run_tmp, ignore_errors=True)
