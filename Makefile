@@ -24,13 +24,15 @@ export ORT_DISABLE_TELEMETRY := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export DVC_SITE_CACHE_DIR := $(CURDIR)/.cache/dvc-site
 
-.PHONY: install demo test lint bench clean help pipeline docker docker-gpu
+.PHONY: install demo test lint bench clean help pipeline image image-gpu lint-images dag-in-image
 
 help:
 	@echo "make demo   - install, then run the whole DAG (dvc repro) on ../shared/data with the cpu profile"
 	@echo "make test   - install, then run the test suite"
 	@echo "make lint   - ruff"
 	@echo "make bench  - speed/size benchmarks (writes benchmarks/results/)"
+	@echo "make image  - build the CPU image (podman, else docker), make image-gpu the CUDA one"
+	@echo "make dag-in-image - the tiny DAG with every task in the CPU image (kfp.local DockerRunner)"
 
 install: $(STAMP)
 
@@ -61,15 +63,33 @@ lint: install
 bench: install
 	$(BIN)/uniret bench
 
-# Kubeflow pipeline YAML and container images; image tags come from params.yaml `pipeline:`.
+# Kubeflow pipeline YAML; k8s/kustomization.yaml `images:` from params.yaml `pipeline:` tags.
 pipeline: install
 	$(BIN)/uniret pipeline compile
+	$(BIN)/uniret pipeline image --kustomize k8s/kustomization.yaml
 
-docker: install
-	docker build -f docker/Dockerfile -t $$($(BIN)/uniret pipeline image --variant cpu) .
+# Container images, tagged from params.yaml `pipeline:`, built with podman (else docker) by
+# docker/build.sh. BASE_IMAGE=local: a Debian base made here by debootstrap (no registry needed);
+# elsewhere: make image BASE_IMAGE=python:3.11-slim-bookworm. See README "Containers".
+BASE_IMAGE ?= local
+IMAGE_BUILD = UNIRET=$(BIN)/uniret PIP="$(BIN)/python -m pip" BASE_IMAGE=$(BASE_IMAGE) docker/build.sh
 
-docker-gpu: install
-	docker build -f docker/Dockerfile.gpu -t $$($(BIN)/uniret pipeline image --variant gpu) .
+image: install
+	$(IMAGE_BUILD) cpu
+
+image-gpu: install
+	$(IMAGE_BUILD) gpu
+
+lint-images: install
+	$(BIN)/hadolint docker/Dockerfile docker/Dockerfile.gpu
+
+# The tiny-profile DAG with every task in the CPU image: kfp.local's DockerRunner over podman's
+# Docker-compatible socket (started for the run unless DOCKER_HOST is set).
+DAG_WORKDIR ?= .cache/dag-in-image
+dag-in-image: image
+	$(BIN)/uniret -v pipeline run --local --profile tiny --image $$($(BIN)/uniret pipeline image --variant cpu) \
+	  --workdir $(DAG_WORKDIR) --data ../shared/data
+	@cat $(DAG_WORKDIR)/artifacts/evaluate/metrics.md
 
 clean:
 	rm -rf artifacts .cache

@@ -1,18 +1,8 @@
-"""One Kubeflow component per DAG stage (components/<stage>.py), all on the same image.
+"""The Kubeflow components of the DAG's stages: one generic stage component plus the three that
+publish UI outputs (evaluate, gate, report), generated from the stage list.
 
-Components only plumb arguments: each calls uniret.kubeflow.task.run_component, which runs
-`uniret.stages.<stage>.run` (the function the CLI and dvc.yaml call) on the shared workdir.
+They live in the package, uniret.kubeflow.components; this folder is the entry point the design
+names. `load_components(image)` gives stage name -> component.
 """
 
-from __future__ import annotations
-
-import importlib
-
-from kfp.dsl.python_component import PythonComponent
-
-from uniret.stages import STAGES
-
-
-def load_components() -> dict[str, PythonComponent]:
-    """Stage name -> its component, in DAG order."""
-    return {stage: getattr(importlib.import_module(f"components.{stage}"), stage) for stage in STAGES}
+from uniret.kubeflow.components import PUBLISHERS, load_components, stage_task  # noqa: F401

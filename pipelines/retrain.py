@@ -1,72 +1,19 @@
-"""The retraining DAG as a Kubeflow pipeline; compiled to pipelines/retrain.yaml.
+"""The retraining DAG as a Kubeflow pipeline: entry point of `python pipelines/retrain.py [out.yaml]`.
 
-validate -> bm25 -> warmup -> mine -> reranker -> continual -> distill -> index -> evaluate
--> gate -> dsl.If(passed) -> promote, with report after evaluate (and after gate, whose
-decision it reads). Any ordered subset of the
-stages can be assembled (e.g. validate -> bm25 -> evaluate), so a prefix of the DAG runs alone.
-Stages share outputs through the workdir; each task also passes its manifest artifact to the
-next, which orders the DAG and gives the Kubeflow UI its lineage.
+The pipeline is built in the package (uniret.kubeflow.pipeline, components in
+uniret.kubeflow.components) from params.yaml `pipeline:`; this file compiles it to
+pipelines/retrain.yaml, as `uniret pipeline compile` does.
 """
 
-# No `from __future__ import annotations`: kfp reads the pipeline signature's real types.
-from collections.abc import Callable, Sequence
-from typing import Any
+import sys
+from pathlib import Path
 
-from kfp import dsl
+from uniret.config import load_params
+from uniret.kubeflow.pipeline import build_pipeline, plan_stages  # noqa: F401 - the entry point's API
+from uniret.kubeflow.project import COMPILED, compile_pipeline
 
-from components import load_components
-from uniret.config.loader import ConfigError
-from uniret.config.pipeline import PipelineConfig
-from uniret.kubeflow.settings import configure_task
-from uniret.stages import STAGES
+ROOT = Path(__file__).resolve().parents[1]
 
-BRANCHES = ("promote", "report")  # stages off the main chain
-
-
-def plan_stages(stages: Sequence[str] | None = None) -> list[str]:
-    """The requested stages in DAG order; unknown names and a promote without gate are errors."""
-    chosen = list(STAGES) if not stages else list(dict.fromkeys(stages))
-    unknown = [s for s in chosen if s not in STAGES]
-    if unknown:
-        raise ConfigError(f"pipeline stages: unknown {', '.join(unknown)}; known: {', '.join(STAGES)}")
-    if "promote" in chosen and "gate" not in chosen:
-        raise ConfigError("pipeline stages: promote needs gate (it runs only when the gate passed)")
-    return [s for s in STAGES if s in chosen]
-
-
-def build_pipeline(stages: Sequence[str] | None = None, config: PipelineConfig | None = None) -> Callable[..., Any]:
-    """A kfp pipeline running `stages` (default: the whole DAG) with `config`'s Kubernetes settings."""
-    cfg = config or PipelineConfig()
-    plan = plan_stages(stages)
-    components = load_components()
-
-    @dsl.pipeline(name=cfg.name, description=cfg.description)
-    def retrain(
-        recipe: str = "",  # "": params.yaml model.recipe
-        profile: str = cfg.profile,
-        data_version: str = "",
-        gate_overrides: str = "{}",
-        workdir: str = cfg.mount_path,
-    ):
-        common = {"workdir": workdir, "profile": profile, "recipe": recipe, "data_version": data_version}
-        tasks: dict[str, dsl.PipelineTask] = {}
-        previous = None
-        for stage in (s for s in plan if s not in BRANCHES):
-            kwargs = dict(common)
-            if stage == "gate":
-                kwargs["gate_overrides"] = gate_overrides
-            if previous is not None:
-                kwargs["upstream"] = previous.outputs["manifest"]
-            previous = tasks[stage] = configure_task(components[stage](**kwargs), stage, cfg)
-        if "report" in plan:
-            # after gate when it runs (the report reads its decision from the shared workdir),
-            # else after evaluate; never inside the If: a blocked candidate is reported too
-            after = tasks.get("gate") or tasks.get("evaluate") or previous
-            upstream = {"upstream": after.outputs["manifest"]} if after is not None else {}
-            configure_task(components["report"](**common, **upstream), "report", cfg)
-        if "promote" in plan:
-            gate = tasks["gate"]
-            with dsl.If(gate.outputs["Output"] == True, name="gate-passed"):  # noqa: E712 - a CEL condition
-                configure_task(components["promote"](**common, upstream=gate.outputs["manifest"]), "promote", cfg)
-
-    return retrain
+if __name__ == "__main__":
+    cfg = load_params(ROOT / "params.yaml").section("pipeline")
+    print(compile_pipeline(cfg, sys.argv[1] if len(sys.argv) > 1 else ROOT / COMPILED))

@@ -10,6 +10,7 @@ import yaml
 from kubernetes_validate import utils as kv
 
 from uniret.config import load_params
+from uniret.kubeflow.images import kustomize_images, split_image, write_kustomization_images
 
 K8S = Path(__file__).resolve().parents[2] / "k8s"
 MANIFESTS = sorted(p.name for p in K8S.glob("*.yaml") if p.name != "kustomization.yaml")
@@ -51,11 +52,31 @@ def test_kustomization_lists_every_manifest_and_nothing_else():
     assert len(kust["resources"]) == len(set(kust["resources"]))
 
 
+def _rendered(image: str) -> str:
+    """What kustomize renders for a manifest's image name, from kustomization.yaml `images:`."""
+    kust = yaml.safe_load((K8S / "kustomization.yaml").read_text())
+    (entry,) = [e for e in kust["images"] if e["name"] == image]
+    return f"{entry['newName']}:{entry['newTag']}"
+
+
+def test_image_tags_come_from_params_alone(cfg, tmp_path):
+    """kustomization.yaml `images:` is what `uniret pipeline image --kustomize` writes from params.yaml."""
+    kust = yaml.safe_load((K8S / "kustomization.yaml").read_text())
+    assert kust["images"] == kustomize_images(cfg)
+    copy = tmp_path / "kustomization.yaml"
+    copy.write_text((K8S / "kustomization.yaml").read_text())
+    assert write_kustomization_images(copy, cfg) is False  # committed file is current
+    for name in MANIFESTS:
+        assert "ghcr.io" not in (K8S / name).read_text(), f"{name}: a tag outside params.yaml"
+    assert split_image("localhost:5000/a/b:1.2") == ("localhost:5000/a/b", "1.2")
+    assert split_image("localhost:5000/a/b") == ("localhost:5000/a/b", "latest")
+
+
 def test_serving_deployment(cfg):
     objs = _all()
     dep = objs[("Deployment", "uniret-serving")]
     (container,) = dep["spec"]["template"]["spec"]["containers"]
-    assert container["image"] == cfg.serving_image
+    assert _rendered(container["image"]) == cfg.serving_image
     assert container["command"] == ["uniret"] and container["args"][0] == "serve"
     assert container["ports"][0]["containerPort"] == 8000
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
@@ -75,7 +96,7 @@ def test_shared_volume_and_secret_match_the_pipeline(cfg):
     cron = objs[("CronJob", "uniret-nightly")]
     pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
     (container,) = pod["containers"]
-    assert container["image"] == cfg.image
+    assert _rendered(container["image"]) == cfg.image
     assert container["args"][0] == "nightly" and container["command"] == ["uniret"]
     assert cron["spec"]["concurrencyPolicy"] == "Forbid"
     keys = {e["valueFrom"]["secretKeyRef"]["key"] for e in container["env"] if "valueFrom" in e}

@@ -19,7 +19,7 @@ STAGES = "validate,bm25,evaluate,gate,promote"
 
 def _compiled(repo_root, tmp_path, stages=STAGES) -> list[dict]:
     cfg = load_params(repo_root / "params.yaml").section("pipeline")
-    path = compile_pipeline(repo_root, cfg, tmp_path / "expected.yaml", stages.split(","))
+    path = compile_pipeline(cfg, tmp_path / "expected.yaml", stages.split(","))
     return list(yaml.safe_load_all(path.read_text()))
 
 

@@ -1,13 +1,17 @@
-"""pipelines/retrain.py: the committed YAML is current; GPUs, PVC, Secret and the gate branch compile in."""
+"""The pipeline (uniret.kubeflow.pipeline): the committed YAML is current; GPUs, PVC, Secret and the gate branch compile in."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import pytest
 import yaml
 
 from uniret.config import load_params
 from uniret.config.loader import ConfigError
-from uniret.kubeflow.project import COMPILED, compile_pipeline, load_builder
+from uniret.kubeflow.pipeline import build_pipeline
+from uniret.kubeflow.project import COMPILED, compile_pipeline
 from uniret.stages import STAGES
 
 GPU_STAGES = {"warmup", "mine", "reranker", "continual", "distill", "index"}
@@ -20,7 +24,7 @@ def cfg(repo_root):
 
 @pytest.fixture(scope="module")
 def compiled(repo_root, cfg, tmp_path_factory):
-    path = compile_pipeline(repo_root, cfg, tmp_path_factory.mktemp("kfp") / "retrain.yaml")
+    path = compile_pipeline(cfg, tmp_path_factory.mktemp("kfp") / "retrain.yaml")
     spec, platform = yaml.safe_load_all(path.read_text())
     return path, spec, platform
 
@@ -46,6 +50,15 @@ def test_committed_yaml_is_current(repo_root, compiled):
     assert (repo_root / COMPILED).read_text() == path.read_text(), (
         "pipelines/retrain.yaml is stale: run `uniret pipeline compile`"
     )
+
+
+def test_the_entry_point_recompiles_the_committed_yaml(repo_root, tmp_path):
+    """`python pipelines/retrain.py` (no sys.path tricks, run from elsewhere) writes the committed YAML."""
+    out = subprocess.run([sys.executable, str(repo_root / "pipelines" / "retrain.py"), str(tmp_path / "r.yaml")],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert (tmp_path / "r.yaml").read_text() == (repo_root / COMPILED).read_text()
+    assert "sys.path" not in (repo_root / "pipelines" / "retrain.py").read_text()
 
 
 def test_every_stage_is_a_task_on_the_one_image(compiled, cfg):
@@ -99,7 +112,7 @@ def test_promote_runs_only_when_the_gate_passed(compiled):
 
 
 def test_a_prefix_assembles_as_a_chain(repo_root, cfg, tmp_path):
-    path = compile_pipeline(repo_root, cfg, tmp_path / "prefix.yaml", ["evaluate", "validate", "bm25"])
+    path = compile_pipeline(cfg, tmp_path / "prefix.yaml", ["evaluate", "validate", "bm25"])
     spec, _ = yaml.safe_load_all(path.read_text())
     tasks = spec["root"]["dag"]["tasks"]
     assert set(tasks) == {"validate", "bm25", "evaluate"}
@@ -114,7 +127,6 @@ def test_a_prefix_assembles_as_a_chain(repo_root, cfg, tmp_path):
     (["validate", "train"], "unknown train"),
     (["evaluate", "promote"], "promote needs gate"),
 ])
-def test_bad_stage_lists_are_config_errors(repo_root, stages, message):
-    build_pipeline = load_builder(repo_root)
+def test_bad_stage_lists_are_config_errors(cfg, stages, message):
     with pytest.raises(ConfigError, match=message):
-        build_pipeline(stages=stages)
+        build_pipeline(cfg, stages=stages)

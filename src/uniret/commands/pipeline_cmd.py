@@ -33,13 +33,19 @@ def _compile(args: argparse.Namespace) -> int:
 
     root = project_root()
     _, cfg = _config(args)
-    out = compile_pipeline(root, cfg, args.output or root / COMPILED, _stages(args.stages))
+    out = compile_pipeline(cfg, args.output or root / COMPILED, _stages(args.stages))
     print(f"compiled {cfg.name} -> {out}")
     return 0
 
 
 def _image(args: argparse.Namespace) -> int:
     _, cfg = _config(args)
+    if args.kustomize:
+        from uniret.kubeflow.images import write_kustomization_images
+
+        changed = write_kustomization_images(args.kustomize, cfg)
+        print(f"{args.kustomize}: images {'updated' if changed else 'already current'}")
+        return 0
     print(cfg.image if args.variant == "gpu" else cfg.serving_image)
     return 0
 
@@ -56,7 +62,7 @@ def _run(args: argparse.Namespace) -> int:
     run = run_local(
         root, cfg, workdir=args.workdir or root, profile=params.profile, stages=_stages(args.stages),
         recipe=args.recipe or "", data_version=args.data_version, gate_overrides=args.gate_overrides,
-        params_path=args.params, data=args.data,
+        params_path=args.params, data=args.data, image=args.image,
     )
     print(f"local run finished: {', '.join(run.manifests) or 'no stage outputs'}; kfp outputs in {run.outputs}")
     return 0
@@ -65,11 +71,11 @@ def _run(args: argparse.Namespace) -> int:
 def _package(args: argparse.Namespace, cfg: PipelineConfig, tmp: Path) -> Path:
     """--package as given, else a fresh compile of the current code (never a stale YAML)."""
     from uniret.kubeflow.client import package_exists
-    from uniret.kubeflow.project import compile_pipeline, project_root
+    from uniret.kubeflow.project import compile_pipeline
 
     if args.package:
         return package_exists(args.package)
-    return compile_pipeline(project_root(), cfg, tmp / "retrain.yaml", _stages(args.stages))
+    return compile_pipeline(cfg, tmp / "retrain.yaml", _stages(args.stages))
 
 
 def _arguments(args: argparse.Namespace, cfg: PipelineConfig) -> dict[str, str]:
@@ -136,27 +142,32 @@ def _add_server_params(p: argparse.ArgumentParser) -> None:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register `pipeline` and its actions."""
     p = sub.add_parser("pipeline", help="Kubeflow pipeline: compile, run locally, submit, schedule",
-                       description="The DAG as a Kubeflow pipeline (pipelines/retrain.py).")
+                       description="The DAG as a Kubeflow pipeline (uniret.kubeflow.pipeline).")
     psub = p.add_subparsers(dest="pipeline_command", metavar="<action>", required=True)
 
-    c = psub.add_parser("compile", help="compile pipelines/retrain.py to YAML")
+    c = psub.add_parser("compile", help="compile the pipeline to YAML (pipelines/retrain.yaml)")
     _add_common(c)
     c.add_argument("--output", default=None, help="YAML path (default: pipelines/retrain.yaml)")
     c.set_defaults(func=_compile, profile=None)
 
-    i = psub.add_parser("image", help="print an image tag from params pipeline: (used by `make docker`)")
+    i = psub.add_parser("image", help="print an image tag from params pipeline: (used by `make image`)")
     i.add_argument("--params", default="params.yaml")
     i.add_argument("--variant", choices=["gpu", "cpu"], default="gpu",
                    help="gpu: the pipeline's image (Dockerfile.gpu); cpu: serving's (Dockerfile)")
+    i.add_argument("--kustomize", default=None, metavar="KUSTOMIZATION",
+                   help="instead of printing, write both tags into this kustomization.yaml's `images:`")
     i.set_defaults(func=_image, profile=None)
 
-    r = psub.add_parser("run", help="run the pipeline here with kfp.local (SubprocessRunner)")
+    r = psub.add_parser("run", help="run the pipeline here with kfp.local (SubprocessRunner, or DockerRunner)")
     _add_common(r)
     r.add_argument("--local", action="store_true", help="run with kfp.local (required)")
     r.add_argument("--profile", default=None, help="profile: tiny, cpu, gpu (default: $UNIRET_PROFILE, then params)")
     r.add_argument("--data", default=None, help="data root with BEIR folders (default: resolution of `uniret <stage>`)")
     r.add_argument("--workdir", default=None,
                    help="shared workdir; artifacts go to <workdir>/artifacts (default: the project folder)")
+    r.add_argument("--image", default=None,
+                   help="run every task in this image (kfp.local's DockerRunner on $DOCKER_HOST, else on a "
+                        "podman service started for the run), e.g. $(uniret pipeline image --variant cpu)")
     _add_run_values(r)
     r.set_defaults(func=_run)
 

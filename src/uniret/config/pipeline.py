@@ -36,9 +36,11 @@ class PipelineConfig:
 
     name: str = "uniret-retrain"
     description: str = "Retrain, evaluate, gate and promote the hybrid retriever"
-    # The ONE image every component runs on (components/image.py and the compiled YAML read it).
-    image: str = "ghcr.io/uniret/uniret:0.1.0-gpu"
-    serving_image: str = "ghcr.io/uniret/uniret:0.1.0"  # CPU variant (docker/Dockerfile): serving
+    # The ONE image every component runs on, and the CPU variant (docker/Dockerfile: serving,
+    # CPU-only runs). Tags are written in params.yaml alone: the compiled YAML, `make image` and
+    # k8s/kustomization.yaml `images:` take them from there.
+    image: str = ""
+    serving_image: str = ""
     pvc: str = "uniret-workdir"  # shared PersistentVolumeClaim holding artifacts/, data/, registry/
     mount_path: str = "/workdir"  # where every task mounts it; the default `workdir` parameter
     run_as_user: int = 10001  # the images' non-root user (docker/Dockerfile*); must own the volume
@@ -59,6 +61,7 @@ class PipelineConfig:
     experiment: str = "uniret"
     cron: str = "0 0 2 * * *"  # nightly recurring run (6 fields: seconds first)
     local_root: str = ".cache/kfp"  # kfp.local outputs and temp folders (relative to the project)
+    container_start_timeout_s: float = 60.0  # podman's API socket must answer within (DockerRunner runs)
 
     def validate(self) -> None:
         for name in ("image", "serving_image", "pvc", "mount_path", "wandb_secret", "wandb_secret_key", "name"):
@@ -68,6 +71,8 @@ class PipelineConfig:
             raise ValueError(f"mount_path must be absolute, got {self.mount_path!r}")
         if self.run_as_user < 1:
             raise ValueError(f"run_as_user must be a non-root uid (>= 1), got {self.run_as_user}")
+        if self.container_start_timeout_s <= 0:
+            raise ValueError(f"container_start_timeout_s must be > 0, got {self.container_start_timeout_s}")
         if self.gpus_per_task < 1:
             raise ValueError(f"gpus_per_task must be >= 1, got {self.gpus_per_task}")
         for label, names in (("gpu_stages", self.gpu_stages), ("resources", list(self.resources))):

@@ -1,30 +1,32 @@
-"""Run the pipeline on this machine with kfp.local's SubprocessRunner (no Docker, no cluster).
+"""Run the pipeline on this machine with kfp.local: SubprocessRunner, or DockerRunner in the image.
 
-Tasks run as subprocesses of the current interpreter (`use_venv=False`) and the components skip
-kfp's `pip install` (install_kfp_package=False), so a local run stays offline. kfp's temp
+Tasks run as subprocesses of the current interpreter (`use_venv=False`), or each in a container
+of the built image (uniret.kubeflow.containers); the components skip kfp's `pip install`
+(install_kfp_package=False), so a local run stays offline. kfp's temp
 folders (one per task, from `mktemp -d`) and its workspace go to a per-run folder under
 params `pipeline.local_root`, removed at the end; task outputs stay under <local_root>/outputs.
 """
 
 from __future__ import annotations
 
-import importlib
+import dataclasses
 import logging
 import os
 import re
 import shutil
-import sys
 import tempfile
 import time
 import warnings
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from uniret.config.pipeline import PipelineConfig
 from uniret.errors import StageFailed
-from uniret.kubeflow.project import build
+from uniret.kubeflow.containers import DOCKER_HOST_ENV, ContainerRun, docker_host, docker_runner, run_binds
+from uniret.kubeflow.pipeline import build_pipeline, plan_stages
 from uniret.kubeflow.task import PARAMS_ENV, WORKDIR_ARTIFACTS, parse_overrides
 from uniret.stages.runtime import MANIFEST
 from uniret.utils.envvars import temporary_env
@@ -32,6 +34,7 @@ from uniret.utils.jsonio import read_json
 
 log = logging.getLogger("uniret.kubeflow")
 
+DATA_ENV = "UNIRET_DATA"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -42,26 +45,6 @@ class LocalRun:
     outputs: Path  # kfp.local's folder of this run (task artifacts: manifests, metrics, markdown)
     workdir: Path
     manifests: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-def import_kfp_local() -> Any:
-    """kfp.local, imported so that the project's docker/ folder cannot pass for the docker SDK.
-
-    kfp.local imports `docker` inside try/except ImportError. With the project folder on sys.path
-    (`python -m ...` from it, or the pipeline loader) `docker/` (the Dockerfiles) imports as an
-    empty namespace package instead, and kfp then fails on `docker.DockerClient`.
-    """
-    shadow = sys.modules.get("docker")
-    if shadow is not None and getattr(shadow, "__file__", None) is None:  # a namespace package
-        del sys.modules["docker"]
-    saved = list(sys.path)
-    sys.path[:] = [p for p in saved if not (Path(p or os.getcwd()) / "docker" / "Dockerfile").is_file()]
-    try:
-        importlib.import_module("kfp.local.task_dispatcher")
-        from kfp import local
-    finally:
-        sys.path[:] = saved
-    return local
 
 
 def local_root(root: Path, config: PipelineConfig) -> Path:
@@ -82,11 +65,19 @@ def run_local(
     gate_overrides: str = "{}",
     params_path: str | os.PathLike | None = None,
     data: str | os.PathLike | None = None,
+    image: str | None = None,
 ) -> LocalRun:
-    """Run `stages` (default: the whole DAG) through kfp.local; StageFailed names the failed task."""
+    """Run `stages` (default: the whole DAG) through kfp.local; StageFailed names the failed task.
+
+    Tasks run as subprocesses of this interpreter, or with `image` each in a container of that
+    image (kfp.local's DockerRunner on $DOCKER_HOST, else on a podman service started for the run).
+    """
     parse_overrides(gate_overrides, "gate_overrides")  # a typo fails now, not in the gate task
-    local = import_kfp_local()
-    pipeline = build(root, config, stages)
+    from kfp import local
+
+    if image:
+        config = dataclasses.replace(config, image=image)
+    pipeline = build_pipeline(config, stages)
     base = local_root(root, config)
     (base / "tmp").mkdir(parents=True, exist_ok=True)
     run_tmp = Path(tempfile.mkdtemp(prefix="run-", dir=base / "tmp"))
@@ -97,16 +88,27 @@ def run_local(
     env = {
         "TMPDIR": str(run_tmp),  # mktemp -d of every task lands here, not in /tmp
         PARAMS_ENV: str(Path(params_path).resolve()) if params_path else None,
-        "UNIRET_DATA": str(Path(data).resolve()) if data else None,
+        DATA_ENV: str(Path(data).resolve()) if data else None,
     }
     try:
-        with temporary_env(env), warnings.catch_warnings():
+        with ExitStack() as stack:
+            runner = local.SubprocessRunner(use_venv=False)
+            if image:
+                workdir.mkdir(parents=True, exist_ok=True)
+                socket_dir = Path(tempfile.mkdtemp(prefix="uniret-podman-"))  # short: a unix socket path
+                stack.callback(shutil.rmtree, socket_dir, True)
+                env[DOCKER_HOST_ENV] = stack.enter_context(docker_host(socket_dir, root, config.container_start_timeout_s))
+                inside = {k: v for k, v in env.items() if v and k in (PARAMS_ENV, DATA_ENV)}
+                runner = docker_runner(ContainerRun(image, run_binds(workdir, [params_path, data]), inside,
+                                                    working_dir=str(workdir)))
+            stack.enter_context(temporary_env(env))
+            stack.enter_context(warnings.catch_warnings())
             # Expected here by design: Kubernetes settings are no-ops locally, and the image
             # name has no "python" in it (the tasks run in this interpreter instead).
             warnings.filterwarnings("ignore", message=".*no effect in the current local runner")
             warnings.filterwarnings("ignore", message=".*non-Python base image")
             local.init(
-                runner=local.SubprocessRunner(use_venv=False),
+                runner=runner,
                 pipeline_root=str(outputs),
                 workspace_root=str(run_tmp / "workspace"),
                 raise_on_error=True,
@@ -118,7 +120,9 @@ def run_local(
                 gate_overrides=gate_overrides,
                 workdir=str(workdir),
             )
-    except RuntimeError as exc:  # kfp colours task names in its message
+    except (RuntimeError, OSError) as exc:  # kfp colours task names in its message
+        # OSError: the docker SDK's errors (requests'). podman 4.3 answers 500, not Docker's 404,
+        # when kfp asks for the logs of a container that already exited and was removed.
         raise StageFailed(f"kfp local run failed: {ANSI.sub('', str(exc))}") from exc
     finally:
         shutil.rmtree(run_tmp, ignore_errors=True)
@@ -127,5 +131,17 @@ def run_local(
     for path in sorted((workdir / WORKDIR_ARTIFACTS).glob(f"*/{MANIFEST}")):
         if path.stat().st_mtime >= started:  # written by this run, not left by an earlier one
             run.manifests[path.parent.name] = read_json(path)
+    if image:  # containers' exit statuses do not reach kfp (see task.check_upstream): check outputs
+        unfinished = unfinished_stages(plan_stages(stages), run)
+        if unfinished:
+            raise StageFailed(f"kfp local run in {image}: task(s) {', '.join(unfinished)} wrote no manifest "
+                              f"(failed; their logs are above)")
     log.info("local run done: outputs in %s, stages with outputs: %s", run.outputs, ", ".join(run.manifests))
     return run
+
+
+def unfinished_stages(plan: Sequence[str], run: LocalRun) -> list[str]:
+    """Planned stages that wrote no manifest in `run`; promote counts only when the gate passed."""
+    decision = run.workdir / WORKDIR_ARTIFACTS / "gate" / "decision.json"
+    passed = "gate" in run.manifests and decision.is_file() and read_json(decision).get("passed") is True
+    return [s for s in plan if s not in run.manifests and (s != "promote" or passed)]

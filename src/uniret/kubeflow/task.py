@@ -22,6 +22,7 @@ from typing import Any
 from uniret.config.loader import PROFILE_KEY, ConfigError, merge_overrides
 from uniret.config.params import Params
 from uniret.data.errors import DataError, DataProblem
+from uniret.errors import StageFailed
 from uniret.stages.runtime import MANIFEST, StageContext, make_context, run_stage
 from uniret.utils.jsonio import read_json
 
@@ -157,8 +158,20 @@ def publish_manifest(req: TaskRequest, ctx: StageContext, manifest: dict[str, An
             artifact.metadata[f"metrics.{key}"] = value
 
 
-def run_component(req: TaskRequest, manifest_artifact: Any) -> StageContext:
-    """Entry point of every component: run the stage and publish its manifest."""
+def check_upstream(stage: str, upstream: Any) -> None:
+    """Stop before any work when the previous task left no manifest artifact: it failed.
+
+    kfp.local's DockerRunner on podman cannot see a container's exit status (podman removes the
+    container as it exits, kfp's wait then gets 404 and assumes success), so without this a stage
+    would run after a failed one, on the stale outputs an earlier run left in the workdir.
+    """
+    if upstream is not None and not Path(upstream.path).is_file():
+        raise StageFailed(f"task {stage}: the upstream task left no manifest at {upstream.path}: it failed")
+
+
+def run_component(req: TaskRequest, manifest_artifact: Any, upstream: Any = None) -> StageContext:
+    """Entry point of every component: check the upstream task, run the stage, publish its manifest."""
+    check_upstream(req.stage, upstream)
     ctx, manifest = run_task(req)
     publish_manifest(req, ctx, manifest, manifest_artifact)
     return ctx
