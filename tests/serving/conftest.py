@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from uniret.bench.server import LOOPBACK, LocalServer
+from uniret.registry.integrity import write_checksums
 from uniret.registry.pointer import point_to, registry_lock
 
 TOKEN = "test-admin-token"
@@ -39,11 +40,13 @@ class Served:
 
 
 def publish_copy(bundle: Path, registry: Path, version: str) -> Path:
-    """Copy `bundle` into <registry>/bundles/<version> with that version in its manifest."""
+    """Copy `bundle` into <registry>/bundles/<version> with that version in its manifest and its
+    checksums recorded (what `uniret promote` publishes)."""
     dest = registry / "bundles" / version
     shutil.copytree(bundle, dest)
     manifest = json.loads((dest / "manifest.json").read_text())
     (dest / "manifest.json").write_text(json.dumps({**manifest, "version": version}))
+    write_checksums(dest)
     return dest
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from uniret.bench.http_client import get_json, post_json, run_load
+from uniret.registry.integrity import write_checksums
 
 CLIENTS = 16
 RELOADS = 4  # v2, v1, v2, v1 ... alternating production versions
@@ -68,11 +69,17 @@ def test_reloads_under_16_clients_fail_no_request(served):
 
 
 def _corrupt_copies(served, tiny_bundle) -> dict[str, Path]:
-    """Bundles that look like bundles but cannot serve: a garbage ONNX graph, a truncated doc-id map."""
+    """Bundles that look like bundles but cannot serve: a garbage ONNX graph, a truncated doc-id map.
+
+    Their checksums are recorded after the damage (as if published broken), so it is the load and
+    the probe that must refuse them; tests/serving/test_confinement.py covers damage after publishing.
+    """
     bad_onnx = served.publish_copy(tiny_bundle, "bad-onnx")
     (bad_onnx / "onnx" / "query.onnx").write_bytes(b"this is not an onnx graph")
     bad_ids = served.publish_copy(tiny_bundle, "bad-docids")
     (bad_ids / "docids.json").write_text('["only-half-a-list", ')
+    for path in (bad_onnx, bad_ids):
+        write_checksums(path)
     return {"bad-onnx": bad_onnx, "bad-docids": bad_ids}
 
 

@@ -1,4 +1,4 @@
-"""`uniret rollback` and `uniret registry list|show`: operate the bundle registry."""
+"""`uniret rollback` and `uniret registry list|show|verify`: operate the bundle registry."""
 
 from __future__ import annotations
 
@@ -66,6 +66,16 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _verify(args: argparse.Namespace) -> int:
+    from uniret.registry.integrity import verify_registry
+
+    _, root = _setup(args)
+    report = verify_registry(root)
+    for line in report.lines():
+        print(line)
+    return 0 if report.ok else 1
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
     p.add_argument("--profile", default=None, help="profile (default: $UNIRET_PROFILE, then params.yaml)")
@@ -97,3 +107,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     show.add_argument("version", nargs="?", default=None, help="bundle version (default: production)")
     show.add_argument("--full", action="store_true", help="include the per-dataset evaluation metrics")
     show.set_defaults(func=_show)
+    ver = gsub.add_parser("verify", help="check every bundle against its recorded checksums and the pointer",
+                          description="Verify the production pointer (valid, names a published bundle, history "
+                          "too) and every published bundle against the SHA256SUMS recorded at promotion. "
+                          "Exit 1 when anything fails.")
+    _common(ver)
+    ver.set_defaults(func=_verify)

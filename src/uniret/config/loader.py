@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 
 import yaml
 
+from uniret.utils.text import excerpt
+
 T = TypeVar("T")
 
 PROFILE_KEY = "profiles"
@@ -114,8 +116,11 @@ def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
 
 
-def _coerce(value: Any, tp: Any, where: str) -> Any:
-    """Check (and gently coerce int->float) a YAML value against a dataclass field type."""
+def _coerce(value: Any, tp: Any, where: str, checks: bool = True) -> Any:
+    """Check (and gently coerce int->float) a YAML value against a dataclass field type.
+
+    `checks=False` skips the dataclasses' own `validate()` (types only).
+    """
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
     if tp is Any:
@@ -128,48 +133,51 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
             if arg is type(None):
                 continue
             try:
-                return _coerce(value, arg, where)
+                return _coerce(value, arg, where, checks)
             except ConfigError as exc:
                 errors.append(str(exc))
-        raise ConfigError(f"{where}: expected {_type_name(tp)}, got {value!r}")
+        raise ConfigError(f"{where}: expected {_type_name(tp)}, got {excerpt(value)}")
     if origin is typing.Literal:
         if value not in args:
-            raise ConfigError(f"{where}: must be one of {list(args)}, got {value!r}")
+            raise ConfigError(f"{where}: must be one of {list(args)}, got {excerpt(value)}")
         return value
     if origin in (list, tuple):
         if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{where}: expected a list, got {type(value).__name__} {value!r}")
+            raise ConfigError(f"{where}: expected a list, got {type(value).__name__} {excerpt(value)}")
         item_tp = args[0] if args else Any
-        items = [_coerce(v, item_tp, f"{where}[{i}]") for i, v in enumerate(value)]
+        items = [_coerce(v, item_tp, f"{where}[{i}]", checks) for i, v in enumerate(value)]
         return tuple(items) if origin is tuple else items
     if origin is dict:
         if not isinstance(value, dict):
             raise ConfigError(f"{where}: expected a mapping, got {type(value).__name__}")
         val_tp = args[1] if len(args) == 2 else Any
-        return {k: _coerce(v, val_tp, f"{where}.{k}") for k, v in value.items()}
+        return {k: _coerce(v, val_tp, f"{where}.{k}", checks) for k, v in value.items()}
     if dataclasses.is_dataclass(tp):
-        return build(tp, value, where)
+        return build(tp, value, where, checks)
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{where}: expected a number, got {type(value).__name__} {value!r}")
+            raise ConfigError(f"{where}: expected a number, got {type(value).__name__} {excerpt(value)}")
         return float(value)
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where}: expected an integer, got {type(value).__name__} {value!r}")
+            raise ConfigError(f"{where}: expected an integer, got {type(value).__name__} {excerpt(value)}")
         return value
     if tp is bool:
         if not isinstance(value, bool):
-            raise ConfigError(f"{where}: expected true/false, got {value!r}")
+            raise ConfigError(f"{where}: expected true/false, got {excerpt(value)}")
         return value
     if tp is str:
         if not isinstance(value, str):
-            raise ConfigError(f"{where}: expected a string, got {type(value).__name__} {value!r}")
+            raise ConfigError(f"{where}: expected a string, got {type(value).__name__} {excerpt(value)}")
         return value
     return value
 
 
-def build(cls: type[T], values: dict[str, Any], where: str) -> T:
-    """Build dataclass `cls` from a mapping; unknown keys and wrong types name the key path."""
+def build(cls: type[T], values: dict[str, Any], where: str, checks: bool = True) -> T:
+    """Build dataclass `cls` from a mapping; unknown keys and wrong types name the key path.
+
+    `checks=False` checks keys and types only, not the dataclass's `validate()`.
+    """
     if not isinstance(values, dict):
         raise ConfigError(f"{where}: expected a mapping, got {type(values).__name__}")
     hints = typing.get_type_hints(cls)
@@ -181,7 +189,7 @@ def build(cls: type[T], values: dict[str, Any], where: str) -> T:
         )
     kwargs = {}
     for name, value in values.items():
-        kwargs[name] = _coerce(value, hints[name], f"{where}.{name}")
+        kwargs[name] = _coerce(value, hints[name], f"{where}.{name}", checks)
     missing = [
         n
         for n, f in fields.items()
@@ -192,10 +200,27 @@ def build(cls: type[T], values: dict[str, Any], where: str) -> T:
     if missing:
         raise ConfigError(f"{where}: missing required key(s) {', '.join(missing)}")
     obj = cls(**kwargs)
-    check = getattr(obj, "validate", None)
+    check = getattr(obj, "validate", None) if checks else None
     if callable(check):
         try:
             check()
         except ValueError as exc:
             raise ConfigError(f"{where}: {exc}") from exc
     return obj
+
+
+def check_base_types(cls: type, raw: dict[str, Any], where: str) -> None:
+    """Type-check a section's base values alone (no profile applied, no `validate()`).
+
+    A profile that overrides a base value would otherwise hide a wrong type in it until the
+    section is loaded under another profile.
+    """
+    if not isinstance(raw, dict):
+        return  # resolve_section reports a non-mapping section
+    base = {k: v for k, v in raw.items() if k != PROFILE_KEY}
+    try:
+        build(cls, base, where, checks=False)
+    except ConfigError as exc:
+        if "missing required key" in str(exc):
+            return  # a profile may supply a required key the base leaves out
+        raise

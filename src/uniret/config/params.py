@@ -8,12 +8,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from uniret.config.loader import ConfigError, build, read_params_file, resolve_section
+from uniret.config.loader import (
+    PROFILE_KEY,
+    ConfigError,
+    build,
+    check_base_types,
+    read_params_file,
+    resolve_section,
+)
+from uniret.utils.text import excerpt
 
 T = TypeVar("T")
 
 DEFAULT_PARAMS = "params.yaml"
 PROFILE_ENV = "UNIRET_PROFILE"
+# The profile of the base values (no section overrides it): always a known profile.
+DEFAULT_PROFILE = "cpu"
 
 # section name -> "module:Class". Each concern owns its config dataclass; this table lets
 # `uniret params check` validate every section of a params file at once.
@@ -62,8 +72,11 @@ class Params:
             return self._cache[name]
         cls = cls or section_class(name)
         where = f"{self.path or 'params'}: {name}"
-        values = resolve_section(self.raw.get(name) or {}, self.profile, where, cls)
+        raw = self.raw.get(name) or {}
+        values = resolve_section(raw, self.profile, where, cls)
         obj = build(cls, values, where)
+        # a wrong type in a base value must not hide behind the active profile's override of it
+        check_base_types(cls, raw, where)
         self._cache[name] = obj
         return obj
 
@@ -85,11 +98,30 @@ class Params:
         return names
 
 
+def known_profiles(raw: dict[str, Any]) -> list[str]:
+    """The closed set of profiles of a params file: those its sections name, its `profile:`, and cpu."""
+    names = {DEFAULT_PROFILE}
+    if isinstance(raw.get("profile"), str):
+        names.add(raw["profile"])
+    for section in raw.values():
+        profiles = section.get(PROFILE_KEY) if isinstance(section, dict) else None
+        if isinstance(profiles, dict):
+            names.update(str(name) for name in profiles)
+    return sorted(names)
+
+
 def load_params(path: str | os.PathLike | None = None, profile: str | None = None) -> Params:
-    """Load params.yaml; the profile comes from the argument, $UNIRET_PROFILE, then the file."""
+    """Load params.yaml; the profile comes from the argument, $UNIRET_PROFILE, then the file.
+
+    The profile must be one the file knows (a typo such as `tyni` would otherwise run the base
+    settings on the full data).
+    """
     path = Path(path or DEFAULT_PARAMS)
     raw = read_params_file(path)
-    chosen = profile or os.environ.get(PROFILE_ENV) or raw.get("profile") or "cpu"
+    chosen = profile or os.environ.get(PROFILE_ENV) or raw.get("profile") or DEFAULT_PROFILE
     if not isinstance(chosen, str):
-        raise ConfigError(f"{path}: profile: expected a string, got {chosen!r}")
+        raise ConfigError(f"{path}: profile: expected a string, got {excerpt(chosen)}")
+    known = known_profiles(raw)
+    if chosen not in known:
+        raise ConfigError(f"{path}: unknown profile {excerpt(chosen)}; known profiles: {', '.join(known)}")
     return Params(raw=raw, profile=chosen, path=path)

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from uniret.utils.names import PLAIN_RULE, is_plain_name
+from uniret.utils.text import excerpt
+
 
 @dataclass
 class SliceConfig:
@@ -53,6 +56,19 @@ class DataConfig:
     eval_split: str = "test"
     slice: SliceConfig = field(default_factory=SliceConfig)
     dev: DevSplitConfig = field(default_factory=DevSplitConfig)
+
+    def validate(self) -> None:
+        # each name becomes a folder under the data root and under artifacts/validate/datasets:
+        # a path here (absolute, `..`) would make validate write its snapshot onto its own input
+        names = [("train_dataset", self.train_dataset)] + [
+            (f"eval_datasets[{i}]", n) for i, n in enumerate(self.eval_datasets)
+        ]
+        for key, name in names:
+            if not is_plain_name(name):
+                raise ValueError(f"{key}: dataset name {excerpt(name)} must be {PLAIN_RULE}")
+        for key in ("train_split", "eval_split"):
+            if not is_plain_name(getattr(self, key)):
+                raise ValueError(f"{key}: split {excerpt(getattr(self, key))} must be {PLAIN_RULE}")
 
 
 @dataclass

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from uniret.data.errors import DataError, DataProblem
 from uniret.utils.files import atomic_write_text
+from uniret.utils.text import excerpt
 
 CORPUS_FILE = "corpus.jsonl"
 QUERIES_FILE = "queries.jsonl"
@@ -131,7 +132,7 @@ def iter_qrels(path: str | Path) -> Iterator[tuple[int, str, str, int]]:
         try:
             score_int = int(score)
         except ValueError as exc:
-            raise DataError(DataProblem(path, lineno, "score", f"expected an integer, got {score!r}")) from exc
+            raise DataError(DataProblem(path, lineno, "score", f"expected an integer, got {excerpt(score)}")) from exc
         yield lineno, qid, did, score_int
 
 

@@ -22,6 +22,8 @@ from tqdm import tqdm
 from uniret.data.beir import CORPUS_FILE, QRELS_DIR, QUERIES_FILE
 from uniret.data.errors import FetchError
 from uniret.utils.files import CHUNK
+from uniret.utils.names import PLAIN_RULE, is_plain_name
+from uniret.utils.text import excerpt
 
 log = logging.getLogger("uniret.data")
 
@@ -49,7 +51,6 @@ KNOWN_CHECKSUMS: dict[str, str] = {
 # hex digest length -> hashlib algorithm; lets one option carry either kind of checksum.
 DIGEST_ALGORITHMS = {32: "md5", 64: "sha256"}
 
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def missing_beir_parts(folder: Path) -> list[str]:
@@ -131,8 +132,8 @@ def fetch_dataset(
     kept unless `force`. Raises FetchError (HTTP status, checksum mismatch, not a BEIR zip);
     on any failure nothing is left in `dest`.
     """
-    if not _SAFE_NAME.match(name):
-        raise FetchError(f"dataset name {name!r} must be a plain folder name (letters, digits, . _ -)")
+    if not is_plain_name(name):
+        raise FetchError(f"dataset name {excerpt(name)} must be {PLAIN_RULE}")
     url = url or BEIR_URL.format(name=name)
     if not url.startswith(("http://", "https://")):
         raise FetchError(f"{url}: only http(s) URLs are supported")

@@ -79,7 +79,7 @@ def iter_negatives(path: str | os.PathLike) -> Iterator[NegativesRecord]:
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise DataError(DataProblem(path, lineno, None, f"invalid JSON: {exc.msg}")) from exc
+                raise DataError(DataProblem(path, lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})")) from exc
             if not isinstance(obj, dict):
                 raise DataError(DataProblem(path, lineno, None, "expected a JSON object"))
             for name in ("query_id", "query"):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from uniret.config.sections import SliceConfig
 from uniret.data.beir import CORPUS_FILE, QRELS_DIR, QRELS_HEADER, QUERIES_FILE, BeirDataset
+from uniret.data.errors import DataError, DataProblem
 
 
 def _write_qrels(path: Path, qrels: dict[str, dict[str, int]]) -> None:
@@ -23,6 +24,10 @@ def _write_qrels(path: Path, qrels: dict[str, dict[str, int]]) -> None:
 def write_slice(src: BeirDataset, dst: Path, cfg: SliceConfig) -> BeirDataset:
     """Write `src` (sliced per `cfg`, or copied whole) to `dst` in BEIR layout."""
     dst = Path(dst)
+    src_dir, dst_dir = src.root.resolve(), dst.resolve()
+    if src_dir == dst_dir or src_dir.is_relative_to(dst_dir) or dst_dir.is_relative_to(src_dir):
+        # writing the snapshot onto (or inside) the source would truncate the source files
+        raise DataError(DataProblem(dst, None, None, f"refusing to write a slice of {src_dir} onto or inside itself"))
     dst.mkdir(parents=True, exist_ok=True)
     if cfg.max_queries is None and cfg.max_docs is None:
         shutil.copyfile(src.corpus_path, dst / CORPUS_FILE)

@@ -24,6 +24,7 @@ from uniret.data.expectations import (
     queries_expectations,
 )
 from uniret.data.tables import CORPUS, DOC_KNOWN, QUERIES, QUERY_KNOWN, DatasetTables, FileTable
+from uniret.utils.text import excerpt
 
 log = logging.getLogger("uniret.data")
 
@@ -96,8 +97,9 @@ class DatasetReport:
 def _format_example(row: dict[str, Any], columns: list[str]) -> str:
     """'line 12 (_id=abc)' from a GX unexpected-index row."""
     line = row.get("line")
-    rest = ", ".join(f"{k}={row[k]}" for k in columns if k != "line" and k in row)
-    extra = ", ".join(f"{k}={v}" for k, v in row.items() if k not in columns)
+    # values are record text (a 50 MB document would be quoted whole): each is cut to an excerpt
+    rest = ", ".join(f"{k}={excerpt(row[k])}" for k in columns if k != "line" and k in row)
+    extra = ", ".join(f"{k}={excerpt(v)}" for k, v in row.items() if k not in columns)
     detail = ", ".join(x for x in (rest, extra) if x)
     return f"line {line} ({detail})" if line is not None else detail
 
@@ -113,7 +115,7 @@ def _check_result(dataset: str, table: FileTable, result: Any, max_examples: int
         if index_rows:
             examples = [_format_example(r, columns) for r in index_rows[:max_examples]]
         else:
-            examples = [repr(v) for v in (res.get("partial_unexpected_list") or [])[:max_examples]]
+            examples = [excerpt(v) for v in (res.get("partial_unexpected_list") or [])[:max_examples]]
     column = kwargs.get("column") or (",".join(kwargs["column_list"]) if kwargs.get("column_list") else None)
     observed = res.get("observed_value")
     return CheckResult(
@@ -126,7 +128,7 @@ def _check_result(dataset: str, table: FileTable, result: Any, max_examples: int
         column=column,
         element_count=res.get("element_count"),
         unexpected_count=res.get("unexpected_count"),
-        observed=observed if isinstance(observed, (int, float, str, list, type(None))) else str(observed),
+        observed=observed if isinstance(observed, (int, float, type(None))) else excerpt(observed),
         examples=examples,
     )
 

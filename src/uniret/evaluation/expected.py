@@ -24,6 +24,7 @@ import yaml
 
 from uniret.config.loader import ConfigError
 from uniret.evaluation.metrics import parse_metric
+from uniret.utils.text import excerpt
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class Expected:
 
 def _number(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(f"{where}: expected a number, got {value!r}")
+        raise ConfigError(f"{where}: expected a number, got {excerpt(value)}")
     return float(value)
 
 
@@ -59,7 +60,7 @@ def load_expected(path: str | os.PathLike) -> Expected:
         raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)}; allowed: datasets, source, system, tolerance")
     system = raw.get("system")
     if not isinstance(system, str) or not system:
-        raise ConfigError(f"{path}: system: expected a system name, got {system!r}")
+        raise ConfigError(f"{path}: system: expected a system name, got {excerpt(system)}")
     tolerance = _number(raw.get("tolerance"), f"{path}: tolerance")
     if tolerance < 0:
         raise ConfigError(f"{path}: tolerance: must be >= 0, got {tolerance}")

@@ -34,6 +34,7 @@ from uniret.models.pair import PairEncoder, same_vocabulary
 from uniret.models.reranker import CrossEncoderReranker
 from uniret.models.splade import SpladeEncoder
 from uniret.models.unifier import UnifierEncoder
+from uniret.utils.text import excerpt
 
 log = logging.getLogger("uniret.models")
 
@@ -145,8 +146,10 @@ def read_model_config(directory: str | os.PathLike) -> ModelConfig:
         raise FileNotFoundError(f"{directory}: not a uniret model checkpoint (no {META_FILE})")
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: invalid JSON: {exc}") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        from uniret.training.errors import CheckpointError
+
+        raise CheckpointError(f"{path}: invalid JSON: {exc}") from exc
     if meta.get("format") != FORMAT_VERSION:
         raise ValueError(f"{path}: checkpoint format {meta.get('format')!r}, expected {FORMAT_VERSION}")
     return build(ModelConfig, meta["config"], str(path))
@@ -159,8 +162,14 @@ def load_model(directory: str | os.PathLike, device: str | torch.device | None =
     tokenizer = load_tokenizer(str(directory / "tokenizer"))
     model = _construct(cfg, tokenizer, str(directory / "backbone"), pretrained=False,
                        lexicon_backbone=str(directory / LEXICON_BACKBONE_DIR))
-    state = torch.load(directory / WEIGHTS_FILE, map_location="cpu", weights_only=True)
-    model.load_state_dict(state)
+    try:
+        state = torch.load(directory / WEIGHTS_FILE, map_location="cpu", weights_only=True)
+        model.load_state_dict(state)
+    except Exception as exc:  # truncated, foreign or mismatched weights: name the file
+        from uniret.training.errors import CheckpointError
+
+        raise CheckpointError(f"{directory / WEIGHTS_FILE}: cannot load the model weights "
+                              f"({type(exc).__name__}: {excerpt(str(exc))})") from exc
     _attach(model, cfg, tokenizer)
     model.eval()
     if device is not None:

@@ -9,17 +9,20 @@ from __future__ import annotations
 import logging
 import os
 import shlex
+import signal
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from uniret.config.nightly import NightlyConfig
 from uniret.config.paths import params_dir, resolve_path
+from uniret.errors import StageFailed
 from uniret.stages.gate import DECISION_JSON
 from uniret.stages.promote import blocked_summary
 from uniret.stages.runtime import ARTIFACTS_ENV, StageContext, run_stage
 from uniret.utils.jsonio import read_json
-from uniret.utils.locks import LockHeld, file_lock
+from uniret.utils.locks import HeldLock, LockHeld, file_lock
 
 log = logging.getLogger("uniret.ops")
 
@@ -27,6 +30,7 @@ EXIT_PROMOTED = 0
 EXIT_FAILED = 1
 EXIT_BLOCKED = 3
 EXIT_LOCKED = 75  # EX_TEMPFAIL (sysexits.h): try again later
+DVC_ARTIFACTS = "artifacts"  # where dvc.yaml puts every stage's outs, relative to the project
 
 
 @dataclass
@@ -38,15 +42,41 @@ class NightlyOutcome:
     steps: list[str] = field(default_factory=list)
 
 
-def _run_command(command: str, cwd: Path, env: dict[str, str]) -> int:
-    """Run one configured command (no shell: split like a shell would); output goes to our streams."""
-    argv = shlex.split(command)
-    log.info("nightly: $ %s (in %s)", command, cwd)
-    try:
-        return subprocess.run(argv, cwd=cwd, env=env, check=False).returncode
-    except OSError as exc:
-        log.error("nightly: cannot run %r: %s", command, exc)
-        return 127  # the shell's "command not found"
+class Supervisor:
+    """Starts the watchdog (uniret.ops.watchdog) and runs commands in process groups it watches."""
+
+    def __init__(self, lock: HeldLock):
+        # the watchdog inherits the lock's descriptor: the lock stays held until it has made sure
+        # every command's process group is gone, even when this process is killed with -9
+        self.watchdog = subprocess.Popen(
+            [sys.executable, "-m", "uniret.ops.watchdog"], stdin=subprocess.PIPE, text=True,
+            pass_fds=(lock.fd,), start_new_session=True,
+        )
+
+    def run(self, command: str, cwd: Path, env: dict[str, str]) -> int:
+        """Run one configured command (no shell: split like a shell would) in its own process group."""
+        argv = shlex.split(command)
+        log.info("nightly: $ %s (in %s)", command, cwd)
+        try:
+            child = subprocess.Popen(argv, cwd=cwd, env=env, start_new_session=True)
+        except OSError as exc:
+            log.error("nightly: cannot run %r: %s", command, exc)
+            return 127  # the shell's "command not found"
+        assert self.watchdog.stdin is not None
+        self.watchdog.stdin.write(f"{child.pid}\n")  # a new session: its pgid is its pid
+        self.watchdog.stdin.flush()
+        try:
+            return child.wait()
+        except BaseException:
+            os.killpg(child.pid, signal.SIGKILL)  # Ctrl-C / error: the whole group, not just dvc
+            child.wait()
+            raise
+
+    def close(self) -> None:
+        """Let the watchdog kill what is left of the commands' groups, and wait for it."""
+        assert self.watchdog.stdin is not None
+        self.watchdog.stdin.close()
+        self.watchdog.wait()
 
 
 def _child_env(ctx: StageContext) -> dict[str, str]:
@@ -56,11 +86,23 @@ def _child_env(ctx: StageContext) -> dict[str, str]:
     return {**os.environ, PROFILE_ENV: ctx.profile, ARTIFACTS_ENV: str(ctx.artifacts)}
 
 
-def _steps(ctx: StageContext, cfg: NightlyConfig) -> NightlyOutcome:
+def check_artifacts_for_dvc(ctx: StageContext, cfg: NightlyConfig) -> None:
+    """`dvc repro` writes the outs dvc.yaml names (<project>/artifacts); another --artifacts would
+    make the stages write elsewhere and the gate read a folder dvc never filled: refuse it."""
+    expected = params_dir(ctx.params) / DVC_ARTIFACTS
+    uses_dvc = shlex.split(cfg.repro_command)[:2] == ["dvc", "repro"]
+    if uses_dvc and ctx.artifacts.resolve() != expected.resolve():
+        raise StageFailed(
+            f"--artifacts {ctx.artifacts} cannot be used with `{cfg.repro_command}`: dvc.yaml writes "
+            f"{expected}; drop --artifacts (or $UNIRET_ARTIFACTS), or give another DAG command with --repro"
+        )
+
+
+def _steps(ctx: StageContext, cfg: NightlyConfig, supervisor: Supervisor) -> NightlyOutcome:
     out = NightlyOutcome(EXIT_FAILED, "")
     cwd, env = params_dir(ctx.params), _child_env(ctx)
     for command in [*cfg.refresh_commands, cfg.repro_command]:
-        rc = _run_command(command, cwd, env)
+        rc = supervisor.run(command, cwd, env)
         out.steps.append(f"{command}: exit {rc}")
         if rc != 0:
             out.summary = f"failed: `{command}` exited with {rc}"
@@ -89,14 +131,18 @@ def _steps(ctx: StageContext, cfg: NightlyConfig) -> NightlyOutcome:
 
 def run_nightly(ctx: StageContext, cfg: NightlyConfig, lock_file: str | None = None) -> NightlyOutcome:
     """One nightly run under an exclusive non-blocking lock; never raises for expected failures."""
+    check_artifacts_for_dvc(ctx, cfg)
     lock = resolve_path(ctx.params, lock_file or cfg.lock_file)
     try:
-        with file_lock(lock, blocking=False):
+        with file_lock(lock, blocking=False) as held:
+            supervisor = Supervisor(held)
             try:
-                outcome = _steps(ctx, cfg)
+                outcome = _steps(ctx, cfg, supervisor)
             except Exception as exc:  # noqa: BLE001 - any failure maps to exit 1 with its message
                 log.exception("nightly: failed")
                 outcome = NightlyOutcome(EXIT_FAILED, f"failed: {exc}")
+            finally:
+                supervisor.close()  # before the lock is released: no command outlives it
     except LockHeld as exc:
         return NightlyOutcome(EXIT_LOCKED, f"another nightly run is in progress: {exc}")
     log.info("nightly: %s (exit %d)", outcome.summary, outcome.code)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from uniret.registry.errors import RegistryError
+from uniret.registry.integrity import write_checksums
 from uniret.registry.pointer import BUNDLES, now_iso
 from uniret.utils.files import atomic_write_json, hash_path
 
@@ -33,7 +34,7 @@ def read_manifest(bundle_dir: str | Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise RegistryError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
+        raise RegistryError(f"{path}: invalid JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise RegistryError(f"{path}: manifest must be a JSON object")
     return data
@@ -93,6 +94,7 @@ def publish(
             lineage=lineage,
         )
         atomic_write_json(tmp / MANIFEST, manifest)
+        write_checksums(tmp)  # serving and rollback verify the bundle against these before use
         try:
             tmp.rename(final)
         except OSError as exc:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from uniret.registry.errors import RegistryError
+from uniret.registry.integrity import verify_bundle
 from uniret.utils.files import atomic_write_json
 from uniret.utils.locks import file_lock
 
@@ -44,7 +45,10 @@ def read_pointer(root: str | Path) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise RegistryError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
+        # str(exc) carries the position ("...: line 1 column 19 (char 18)"); exc.msg alone is cut off
+        raise RegistryError(f"{path}: invalid JSON: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise RegistryError(f"{path}: not UTF-8 (byte {exc.start})") from exc
     if not isinstance(data, dict) or not isinstance(data.get("version"), str):
         raise RegistryError(f"{path}: field 'version' missing or not a string")
     data.setdefault("history", [])
@@ -62,6 +66,7 @@ def point_to(root: str | Path, version: str, **extra: Any) -> dict[str, Any]:
     bundle = f"{BUNDLES}/{version}"
     if not (root / bundle).is_dir():
         raise RegistryError(f"{root / bundle}: bundle {version!r} is not in the registry")
+    verify_bundle(root / bundle)  # production never names a bundle that fails its checksums
     old = read_pointer(root)
     history = ([_entry(old)] + old["history"]) if old else []
     new = {"version": version, "bundle": bundle, "promoted_at": now_iso(), **extra, "history": history}
@@ -88,6 +93,7 @@ def point_back(root: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     version = previous["version"]
     if not (root / BUNDLES / version).is_dir():
         raise RegistryError(f"{root / BUNDLES / version}: previous bundle {version!r} is missing from the registry")
+    verify_bundle(root / BUNDLES / version)
     new = {
         "version": version,
         "bundle": f"{BUNDLES}/{version}",

@@ -48,8 +48,8 @@ def run_query(searcher: Searcher, query: str, k: int) -> list[tuple[str, float]]
     return ranked(search_one(searcher, QID, query, k).get(QID, {}), k)
 
 
-def bundle_info(live: LiveBundle) -> BundleInfo:
-    return BundleInfo(version=live.version, path=str(live.path), modes=live.modes,
+def bundle_info(live: LiveBundle, display=str) -> BundleInfo:
+    return BundleInfo(version=live.version, path=display(live.path), modes=live.modes,
                       default_mode=live.default_mode, loaded_at=live.loaded_at)
 
 
@@ -87,8 +87,8 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
     cfg = settings.serve
     source = settings.source
     metrics = ServingMetrics()
-    state = ServingState(loader or bundle_loader(cfg.onnx_threads, settings.retrieval), cfg.probe_query,
-                         cfg.default_mode)
+    state = ServingState(source.verified_loader(loader or bundle_loader(cfg.onnx_threads, settings.retrieval)),
+                         cfg.probe_query, cfg.default_mode)
     search_pool = ThreadPoolExecutor(cfg.threads, thread_name_prefix="uniret-search")
     admin_pool = ThreadPoolExecutor(1, thread_name_prefix="uniret-admin")
     SearchRequest = search_request_model(cfg)  # noqa: N806 - a class built from the config
@@ -100,7 +100,7 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
             metrics.reloads.labels(result="failed").inc()
             raise
         metrics.reloads.labels(result="ok").inc()
-        metrics.set_bundle(new.version, str(new.path))
+        metrics.set_bundle(new.version, source.display(new.path))
         return new, old
 
     def initial_load() -> None:
@@ -148,7 +148,7 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
         live = state.current
         if live is None:
             raise HTTPException(503, "no bundle loaded yet")
-        return ReadyResponse(status="ready", bundle=bundle_info(live))
+        return ReadyResponse(status="ready", bundle=bundle_info(live, source.display))
 
     @app.get("/metrics")
     async def prometheus() -> Response:
@@ -212,7 +212,7 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
             new, old = await loop.run_in_executor(admin_pool, reload, path, version)
         except BundleLoadError as exc:
             raise HTTPException(422, f"reload failed, still serving {serving}: {exc}") from exc
-        return ReloadResponse(status="reloaded", previous=old.version if old else None, bundle=bundle_info(new),
+        return ReloadResponse(status="reloaded", previous=old.version if old else None, bundle=bundle_info(new, source.display),
                               took_ms=round((time.perf_counter() - start) * 1000.0, 1))
 
     return app

@@ -36,7 +36,8 @@ def search_request_model(cfg: ServeConfig) -> type[SearchRequestBase]:
         mode: str | None = Field(
             default=None, description=f"retrieval mode offered by the bundle (default {cfg.default_mode or 'the bundle recipe mode'})"
         )
-        k: int = Field(default=cfg.default_k, ge=1, le=cfg.max_k, description="number of documents returned")
+        # strict: "5" or true is a client bug, not a number of documents
+        k: int = Field(default=cfg.default_k, ge=1, le=cfg.max_k, strict=True, description="number of documents returned")
 
     return SearchRequest
 

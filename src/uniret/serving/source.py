@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from uniret.retrieval.base import Searcher
+from uniret.utils.text import excerpt
 
 MANIFEST = "manifest.json"
 HASH_CHARS = 8
@@ -19,6 +20,34 @@ HASH_CHARS = 8
 
 class SourceError(RuntimeError):
     """The bundle to load cannot be determined (no production pointer, version mismatch, ...)."""
+
+
+def _refused(requested: object) -> SourceError:
+    # one text for every refusal (outside the registry, unpublished, absent): it must not tell a
+    # caller whether some path exists on the server
+    return SourceError(
+        f"bundle {excerpt(requested)} refused: not a published bundle of this server's registry "
+        "(give bundles/<version>, or no bundle to load production)"
+    )
+
+
+def published_path(registry_root: Path, value: str) -> Path:
+    """`value` (relative to the registry root, or absolute) as a published bundle folder.
+
+    The path is resolved (symlinks, `..`) and must be exactly <registry>/bundles/<version> with a
+    version that is not a temp folder and that exists; anything else is refused with one message.
+    """
+    from uniret.registry.pointer import BUNDLES
+
+    try:
+        given = Path(value).expanduser()
+        path = (given if given.is_absolute() else registry_root / given).resolve()
+        bundles = (registry_root / BUNDLES).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise _refused(value) from exc
+    if path.parent != bundles or path.name.startswith(".") or not path.is_dir():
+        raise _refused(value)
+    return path
 
 
 def bundle_version(path: Path) -> str:
@@ -58,14 +87,22 @@ class BundleSource:
             return None
         if not isinstance(pointer.get("bundle"), str):
             raise SourceError(f"{self.registry_root / 'production.json'}: field 'bundle' missing or not a string")
-        return self.registry_root / pointer["bundle"], pointer["version"]
+        try:
+            return published_path(self.registry_root, pointer["bundle"]), pointer["version"]
+        except SourceError as exc:
+            raise SourceError(f"production.json: {exc}") from exc
 
     def resolve(self, requested: str | None = None, expected_version: str | None = None) -> tuple[Path, str]:
         """(bundle folder, version) to load: `requested` when given, else the pointer or the fixed folder."""
         if requested:
-            path = Path(requested).expanduser()
-            if not path.is_absolute():
-                path = (self.registry_root or Path.cwd()) / path
+            if self.registry_root is None:
+                # a fixed-bundle server reopens its own folder only
+                fixed = self.bundle.resolve()
+                path = Path(requested).expanduser()
+                if (path if path.is_absolute() else Path.cwd() / path).resolve() != fixed:
+                    raise _refused(requested)
+                return fixed, bundle_version(fixed)
+            path = published_path(self.registry_root, requested)
             return path, bundle_version(path)
         if self.registry_root is not None:
             found = self.production()
@@ -78,6 +115,28 @@ class BundleSource:
                 )
             return path, version
         return self.bundle, bundle_version(self.bundle)
+
+    def display(self, path: Path) -> str:
+        """How /readyz and /metrics name a bundle folder: relative to the registry, never absolute."""
+        if self.registry_root is not None:
+            try:
+                return Path(path).resolve().relative_to(self.registry_root.resolve()).as_posix()
+            except ValueError:
+                pass
+        return Path(path).name
+
+    def verified_loader(self, loader):
+        """`loader` preceded, for a registry source, by the check of the bundle's recorded checksums."""
+        if self.registry_root is None:
+            return loader
+
+        def load(path: Path):
+            from uniret.registry.integrity import verify_bundle
+
+            verify_bundle(path)  # IntegrityError: the state reports it and keeps the old bundle
+            return loader(path)
+
+        return load
 
     def describe(self) -> str:
         return f"registry {self.registry_root}" if self.registry_root is not None else f"bundle {self.bundle}"

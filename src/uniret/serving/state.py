@@ -10,6 +10,9 @@ to answer the probe is discarded and the old one keeps serving.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import gc
 import logging
 import threading
 import time
@@ -90,6 +93,38 @@ def close_searchers(searchers: dict[str, Searcher]) -> None:
                 log.warning("closing %s failed: %s", type(obj).__name__, exc)
 
 
+def _libc_trim():
+    """glibc's malloc_trim, or None elsewhere (musl, macOS)."""
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+_MALLOC_TRIM = _libc_trim()
+
+
+def release_memory() -> None:
+    """Give the memory of a closed bundle back to the OS.
+
+    A retired bundle's arrays, ONNX sessions and Lucene readers are freed, but glibc keeps the
+    freed pages in the malloc arenas of the threads that allocated them (loads run on the admin
+    thread, searches on the pool): without a trim, RSS climbed by about a bundle per reload for
+    hundreds of reloads before levelling off. gc first, so cycles holding the old searchers go too.
+    """
+    gc.collect()
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
+
+
+def retire(bundle: LiveBundle) -> None:
+    """Close a bundle nobody uses any more and drop its searchers (the LiveBundle object itself may
+    outlive it, e.g. as `previous` in a reload answer), then release the memory."""
+    close_searchers(bundle.searchers)
+    bundle.searchers = {}
+    release_memory()
+
+
 def probe_searchers(searchers: dict[str, Searcher], query: str, k: int) -> None:
     """Run `query` through every mode; BundleLoadError names the first mode that fails.
 
@@ -163,7 +198,7 @@ class ServingState:
                 close_now = live.retired and live.inflight == 0 and not live.closed
                 live.closed = live.closed or close_now
             if close_now:
-                close_searchers(live.searchers)
+                retire(live)
 
     def reload(self, path: Path, version: str) -> tuple[LiveBundle, LiveBundle | None]:
         """Load `path` aside, probe it, swap it in; returns (new, previous). Raises BundleLoadError."""
@@ -191,7 +226,7 @@ class ServingState:
                     old.retired = True
                     old.closed = close_old
             if close_old:
-                close_searchers(old.searchers)
+                retire(old)
             log.info("bundle %s live (%s), modes %s", version, path, ", ".join(new.modes))
             return new, old
 

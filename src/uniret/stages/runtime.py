@@ -20,6 +20,7 @@ from uniret import __version__
 from uniret.config import Params, load_params
 from uniret.data.beir import BeirDataset
 from uniret.data.roots import resolve_data_root
+from uniret.errors import StageFailed
 from uniret.utils.files import atomic_write_json, hash_path
 
 log = logging.getLogger("uniret")
@@ -91,6 +92,66 @@ def versions() -> dict[str, str]:
     return out
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
+
+
+def _owner_pid(name: str, marker: str) -> int | None:
+    """The pid in `.<stage>.tmp-<pid>-xyz` / `.<stage>.old-<pid>` (None when the name has none)."""
+    head = name.split(marker, 1)[1].split("-", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def clean_stale(artifacts: Path, stage: str) -> list[Path]:
+    """Remove temp folders of `stage` left by dead processes (a killed run); returns what was removed.
+
+    A `.old-<pid>` folder is the previous output moved aside just before the new one was renamed
+    in: when the process died in between, it is put back, so a crash never loses the last good output.
+    """
+    removed: list[Path] = []
+    if not artifacts.is_dir():
+        return removed
+    final = artifacts / stage
+    for marker in (".tmp-", ".old-"):
+        for path in sorted(artifacts.glob(f".{stage}{marker}*")):
+            pid = _owner_pid(path.name, marker)
+            if pid is not None and pid != os.getpid() and _pid_alive(pid):
+                continue  # a concurrent run of this stage is still writing it
+            if marker == ".old-" and not final.exists():
+                os.replace(path, final)
+                log.warning("stage %s: restored the previous output from %s (a run died mid-rename)", stage, path.name)
+                continue
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    if removed:
+        log.warning("stage %s: removed %d stale temp folder(s) of killed runs: %s", stage, len(removed),
+                    ", ".join(p.name for p in removed))
+    return removed
+
+
+def _overlaps(a: Path, b: Path) -> bool:
+    return a == b or a.is_relative_to(b) or b.is_relative_to(a)
+
+
+def check_outputs_outside_inputs(stage: str, outputs: Sequence[Path], inputs: dict[str, Path]) -> None:
+    """StageFailed when an output folder is, contains or lies inside one of the stage's inputs."""
+    for out in outputs:
+        resolved_out = Path(out).resolve()
+        for key, value in inputs.items():
+            src = Path(value).resolve()
+            if _overlaps(resolved_out, src):
+                raise StageFailed(
+                    f"stage {stage}: refusing to write {resolved_out}: it overlaps its input {key!r} ({src}); "
+                    "choose an artifacts folder outside the data"
+                )
+
+
 @contextmanager
 def stage_output(
     ctx: StageContext,
@@ -101,10 +162,13 @@ def stage_output(
     """Yield (temp dir, manifest dict); on success write manifest.json and rename onto artifacts/<stage>.
 
     On any error the temp dir is removed and the previous outputs stay untouched, so a failed
-    stage never leaves half-written results.
+    stage never leaves half-written results. A stage never writes inside its own inputs, and
+    temp folders of earlier killed runs of the stage are removed first.
     """
+    check_outputs_outside_inputs(stage, [ctx.stage_dir(stage)], inputs or {})
     ctx.artifacts.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{stage}.tmp-", dir=ctx.artifacts))
+    clean_stale(ctx.artifacts, stage)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{stage}.tmp-{os.getpid()}-", dir=ctx.artifacts))
     manifest: dict[str, Any] = {
         "stage": stage,
         "profile": ctx.profile,

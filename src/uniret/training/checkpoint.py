@@ -16,7 +16,9 @@ from typing import Any
 
 import torch
 
+from uniret.training.errors import CheckpointError
 from uniret.utils.files import atomic_open
+from uniret.utils.text import excerpt
 
 log = logging.getLogger("uniret.training")
 
@@ -78,9 +80,12 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:  # a truncated or foreign file: say which one
-        raise ValueError(f"{path}: not a readable uniret checkpoint: {exc}") from exc
+        raise CheckpointError(
+            f"{path}: not a readable uniret checkpoint ({type(exc).__name__}: {excerpt(str(exc))}); delete it "
+            "to resume from the previous one, or set training.<stage>.resume: false to start over"
+        ) from exc
     if not isinstance(state, dict) or state.get("format") != FORMAT_VERSION:
-        raise ValueError(f"{path}: not a uniret training checkpoint (format {FORMAT_VERSION})")
+        raise CheckpointError(f"{path}: not a uniret training checkpoint (format {FORMAT_VERSION})")
     return state
 
 

@@ -15,7 +15,7 @@ def read_json(path: str | Path, expect: type = dict) -> Any:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise DataError(DataProblem(path, exc.lineno, None, f"invalid JSON: {exc.msg}")) from exc
+        raise DataError(DataProblem(path, exc.lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})")) from exc
     if not isinstance(data, expect):
         raise DataError(DataProblem(path, 1, None, f"expected a JSON {expect.__name__}, got {type(data).__name__}"))
     return data

@@ -1,0 +1,117 @@
+"""Checksums of published bundles: recorded at promotion, verified before serving and rollback.
+
+Every file of a bundle is listed with its sha256 in `<bundle>/SHA256SUMS` (the `sha256sum`
+format, so `sha256sum -c SHA256SUMS` works by hand too). A bundle with a missing, changed or
+extra file, or without the list, fails verification and is never served.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from uniret.registry.errors import RegistryError
+from uniret.utils.files import atomic_write_text, sha256_file
+
+SUMS = "SHA256SUMS"
+
+
+class IntegrityError(RegistryError):
+    """A bundle does not match the checksums recorded when it was published."""
+
+
+def _files(bundle: Path) -> list[str]:
+    return sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file() and p.name != SUMS)
+
+
+def write_checksums(bundle: str | Path) -> Path:
+    """Record the sha256 of every file of `bundle` in its SHA256SUMS (call when publishing)."""
+    bundle = Path(bundle)
+    lines = [f"{sha256_file(bundle / rel)}  {rel}\n" for rel in _files(bundle)]
+    return atomic_write_text(bundle / SUMS, "".join(lines))
+
+
+def read_checksums(bundle: Path) -> dict[str, str]:
+    """{relative path: sha256} recorded for `bundle`; IntegrityError when absent or malformed."""
+    path = bundle / SUMS
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise IntegrityError(f"{bundle.name}: no checksums recorded ({SUMS} missing): not a verified bundle") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise IntegrityError(f"{bundle.name}: {SUMS} unreadable: {type(exc).__name__}") from exc
+    sums: dict[str, str] = {}
+    for lineno, line in enumerate(text.splitlines(), 1):
+        digest, sep, rel = line.partition("  ")
+        if not sep or len(digest) != 64 or not rel or rel.startswith("/") or ".." in Path(rel).parts:
+            raise IntegrityError(f"{bundle.name}: {SUMS}:{lineno}: malformed line")
+        sums[rel] = digest
+    return sums
+
+
+def verify_bundle(bundle: str | Path) -> int:
+    """Check every file of `bundle` against its recorded checksums; returns the number of files.
+
+    IntegrityError names the bundle and the first few files that are missing, changed or unlisted.
+    """
+    bundle = Path(bundle)
+    sums = read_checksums(bundle)
+    present = set(_files(bundle))
+    missing = sorted(set(sums) - present)
+    extra = sorted(present - set(sums))
+    changed = sorted(rel for rel in set(sums) & present if sha256_file(bundle / rel) != sums[rel])
+    problems = [f"{what}: {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}"
+                for what, names in (("missing", missing), ("changed", changed), ("not recorded", extra)) if names]
+    if problems:
+        raise IntegrityError(f"{bundle.name}: failed verification ({'; '.join(problems)})")
+    return len(sums)
+
+
+@dataclass
+class RegistryReport:
+    """Outcome of `uniret registry verify`: one line per bundle, and the pointer's problems."""
+
+    bundles: dict[str, str] = field(default_factory=dict)  # version -> "ok (N files)" or the failure
+    pointer: list[str] = field(default_factory=list)  # problems of production.json
+
+    @property
+    def ok(self) -> bool:
+        return not self.pointer and all(v.startswith("ok") for v in self.bundles.values())
+
+    def lines(self) -> list[str]:
+        out = [f"{version}: {status}" for version, status in self.bundles.items()]
+        out += [f"production.json: {p}" for p in self.pointer] or ["production.json: ok"]
+        out.append("registry: ok" if self.ok else "registry: FAILED verification")
+        return out
+
+
+def verify_registry(root: str | Path) -> RegistryReport:
+    """Verify every published bundle and the production pointer (it and its history must name
+    published bundles that pass verification)."""
+    from uniret.registry.pointer import BUNDLES, read_pointer
+
+    root = Path(root)
+    report = RegistryReport()
+    bundles = root / BUNDLES
+    for path in sorted(bundles.iterdir()) if bundles.is_dir() else []:
+        if path.name.startswith(".") or not path.is_dir():
+            continue
+        try:
+            report.bundles[path.name] = f"ok ({verify_bundle(path)} files)"
+        except IntegrityError as exc:
+            report.bundles[path.name] = f"FAILED: {exc}"
+    try:
+        pointer = read_pointer(root)
+    except RegistryError as exc:
+        report.pointer.append(str(exc))
+        return report
+    entries = [pointer, *pointer.get("history", [])] if pointer else []
+    for entry in entries:
+        version = entry.get("version") if isinstance(entry, dict) else None
+        if not isinstance(version, str) or version not in report.bundles:
+            report.pointer.append(f"names {version!r}, which is not a published bundle")
+        elif entry.get("bundle") != f"{BUNDLES}/{version}":
+            report.pointer.append(f"entry {version!r} points at {entry.get('bundle')!r}, not {BUNDLES}/{version}")
+        elif not report.bundles[version].startswith("ok"):
+            report.pointer.append(f"names {version!r}, which fails verification")
+    return report

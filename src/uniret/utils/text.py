@@ -1,0 +1,19 @@
+"""Bounded quoting of untrusted values in messages: a 50 MB record yields a short excerpt."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Characters of a value quoted in an error message (the rest is summarised by its length).
+EXCERPT_CHARS = 120
+
+
+def excerpt(value: Any, limit: int = EXCERPT_CHARS) -> str:
+    """repr() of `value` cut to about `limit` characters, saying how long the whole was."""
+    text = value if isinstance(value, str) else None
+    if text is not None and len(text) > limit:
+        return f"{text[:limit]!r}... ({len(text)} chars)"
+    shown = repr(value)
+    if len(shown) > limit:
+        return f"{shown[:limit]}... ({len(shown)} chars)"
+    return shown

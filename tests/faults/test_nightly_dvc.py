@@ -1,0 +1,86 @@
+"""`uniret nightly` as it runs in production (issue 12): a real `dvc repro` (the tiny profile's
+spine: validate and bm25, in a temp git + dvc repo), the real gate, promote and report stages, and
+the report's failure branch (the decision and the promotion stand, the run exits 1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.slow
+
+REPRO = "dvc repro validate bm25"  # evaluate's inputs (index, metrics) are written by the test: see _upstream
+
+
+def _upstream(artifacts: Path) -> None:
+    """What the training half of the DAG leaves: an index bundle and evaluate metrics that beat BM25."""
+    metrics = {"datasets": {"scifact": {"uni": {"ndcg@10": 0.70}, "bm25": {"ndcg@10": 0.66}}},
+               "macro": {"uni": {"ndcg@10": 0.70}, "bm25": {"ndcg@10": 0.66}}}
+    for stage in ("index", "evaluate"):
+        (artifacts / stage).mkdir(parents=True, exist_ok=True)
+        (artifacts / stage / "manifest.json").write_text(json.dumps({"inputs": {"x": "h"}}))
+    (artifacts / "evaluate" / "metrics.json").write_text(json.dumps(metrics))
+    (artifacts / "index" / "bundle").mkdir()
+    (artifacts / "index" / "bundle" / "manifest.json").write_text(json.dumps({"metrics": {"mean_active_terms_doc": 50}}))
+
+
+@pytest.fixture
+def project(tmp_path, repo_root, shared_data):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for name in ("dvc.yaml", "params.yaml"):
+        shutil.copy(repo_root / name, repo / name)
+    for tree in ("src", "benchmarks/expected"):
+        shutil.copytree(repo_root / tree, repo / tree, ignore=shutil.ignore_patterns("__pycache__"))
+    raw = yaml.safe_load((repo / "params.yaml").read_text())
+    raw["profile"] = "tiny"
+    raw["data"].update(root=str(shared_data), eval_datasets=["scifact"])
+    raw["registry"] = {**raw["registry"], "root": "registry", "dvc_push": False, "serve_url": None}
+    raw["nightly"]["repro_command"] = REPRO
+    (repo / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("UNIRET_ARTIFACTS", None)
+    env.pop("UNIRET_ADMIN_TOKEN", None)
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    subprocess.run([str(Path(sys.executable).parent / "dvc"), "init", "-q"], cwd=repo, check=True, env=env)
+    _upstream(repo / "artifacts")
+    return repo, env
+
+
+def _nightly(repo: Path, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "uniret", "nightly"], cwd=repo, env=env, capture_output=True,
+                          text=True, timeout=1200)
+
+
+def test_nightly_runs_dvc_repro_gate_promote_report_and_the_report_failure_branch(project):
+    from uniret.registry.integrity import verify_registry
+    from uniret.registry.pointer import read_pointer
+
+    repo, env = project
+    first = _nightly(repo, env)
+    assert first.returncode == 0, first.stdout + first.stderr[-4000:]
+    assert f"{REPRO}: exit 0" in first.stdout and "promote: promoted" in first.stdout and "report: written" in first.stdout
+    assert "Running stage 'validate'" in first.stdout + first.stderr  # dvc really reproduced the spine
+    assert (repo / "artifacts" / "bm25" / "manifest.json").is_file() and (repo / "dvc.lock").is_file()
+    assert (repo / "artifacts" / "report" / "manifest.json").is_file()
+    pointer = read_pointer(repo / "registry")
+    assert verify_registry(repo / "registry").ok
+
+    # failure branch: the report cannot be built (a wrong type in its section); dvc has nothing to
+    # redo, the gate still decides, the promotion stands, and the run is reported failed
+    raw = yaml.safe_load((repo / "params.yaml").read_text())
+    raw["report"]["figure_dpi"] = "high"
+    (repo / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    second = _nightly(repo, env)
+    assert second.returncode == 1, second.stdout + second.stderr[-4000:]
+    assert "report failed" in second.stderr and "figure_dpi" in second.stderr, second.stderr[-4000:]
+    assert "Running stage" not in second.stdout + second.stderr  # dvc: up to date
+    assert read_pointer(repo / "registry")["version"] == pointer["version"]
+    assert not [p for p in (repo / "artifacts").iterdir() if ".tmp-" in p.name]
