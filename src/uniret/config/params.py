@@ -35,6 +35,7 @@ SECTIONS: dict[str, str] = {
     "serve": "uniret.config.serving:ServeConfig",
     "bench": "uniret.config.serving:BenchConfig",
     "distributed": "uniret.config.distributed:DistributedConfig",
+    "opensearch": "uniret.config.export:OpenSearchExportConfig",
 }
 
 

@@ -65,6 +65,11 @@ def batches(items: Sequence, size: int) -> list[Sequence]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
+def length_order(texts: Sequence[str]) -> list[int]:
+    """Row indices longest text first (stable: equal lengths keep their input order)."""
+    return sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+
+
 def encode_in_batches(
     encode_batch, texts: Sequence[str], batch_size: int, desc: str, progress: bool | None = None
 ) -> EncodedTexts:
@@ -73,7 +78,7 @@ def encode_in_batches(
     Texts are batched longest first, so batches hold texts of similar length and pad little.
     """
     texts = list(texts)
-    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    order = length_order(texts)
     chunks = batches(order, batch_size)
     show = progress if progress is not None else len(chunks) > 4
     if len(chunks) == 1 and order == sorted(order):  # one batch already in input order (serving)
