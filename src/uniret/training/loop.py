@@ -187,7 +187,8 @@ def train(
         forward_model=forward_model,
     )
     metrics = MetricsTsv(out / METRICS_TSV) if ranks.is_main else _NoMetrics(out / METRICS_TSV)
-    seed_everything(cfg.seed, cfg.deterministic)
+    # rank r seeds seed + r: independent dropout masks per rank (data order has its own seeded generator)
+    seed_everything(cfg.seed + ranks.rank, cfg.deterministic)
     start_step = _restore(session, metrics) if resume else None
     if start_step is None:
         _fresh_start(session, metrics)
