@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,6 +37,7 @@ from uniret.retrieval.bundle import (
 )
 from uniret.retrieval.encoding import EncodedTexts
 from uniret.retrieval.sparse import quantize
+from uniret.utils.files import atomic_dir
 
 MAX_HYBRID_QUERIES = 5  # the hybrid query accepts at most five sub-queries (neural-search docs)
 # serving mode -> how the engine answers it ("exact": same ranking as the bundle; "approximate": a
@@ -182,10 +181,7 @@ def export_bundle(bundle_dir: str | os.PathLike, out_dir: str | os.PathLike, cfg
     alpha = float(retrieval["fusion"]["alpha"]) if retrieval["fusion"]["runs"][:2] == ["lexical", "dense"] else 0.5
     serve_mode = (manifest.get("model") or {}).get("serve_mode")
 
-    out = Path(out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with atomic_dir(out_dir) as tmp:
         body = index_body(dense.shape[1] if dense is not None else None, retrieval["dense"], cfg, impacts is not None)
         (tmp / "index.json").write_text(json.dumps(body, indent=2), encoding="utf-8")
         lines = iter_bulk_lines(index, docids, dense, impacts, keys, quant, cfg)
@@ -212,12 +208,6 @@ def export_bundle(bundle_dir: str | os.PathLike, out_dir: str | os.PathLike, cfg
                          "POST /_aliases alias_actions.json (promotion)"],
         }
         (tmp / MANIFEST).write_text(json.dumps(exported, indent=2), encoding="utf-8")
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return exported
 
 

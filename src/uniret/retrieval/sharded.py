@@ -26,10 +26,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import numpy as np
-import scipy.sparse as sp
-
-from uniret.retrieval.encoding import EncodedTexts, TextEncoder, batches, concat_encoded, length_order
+from uniret.retrieval.encoding import (
+    EncodedTexts,
+    TextEncoder,
+    batches,
+    concat_encoded,
+    length_order,
+    load_encoded,
+    save_encoded,
+    scatter_rows,
+)
+from uniret.utils.files import atomic_dir
 
 log = logging.getLogger("uniret.retrieval")
 
@@ -81,23 +88,10 @@ def shard_plan(texts: Sequence[str], batch_size: int, num_shards: int) -> list[l
 def _write_shard(folder: Path, rows: list[int], doc_ids: Sequence[str], encoded: EncodedTexts, shard: int,
                  num_shards: int) -> Path:
     """One shard folder, written aside and renamed into place."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
-    try:
-        if encoded.dense is not None:
-            np.save(tmp / "dense.npy", encoded.dense)
-        if encoded.sparse is not None:
-            sp.save_npz(tmp / "sparse.npz", encoded.sparse)
-        if encoded.gate is not None:
-            np.save(tmp / "gate.npy", encoded.gate)
+    with atomic_dir(folder) as tmp:
+        save_encoded(tmp, encoded)
         meta = {"shard": shard, "num_shards": num_shards, "rows": rows, "doc_ids": [doc_ids[i] for i in rows]}
         (tmp / SHARD_META).write_text(json.dumps(meta), encoding="utf-8")
-        if folder.exists():
-            shutil.rmtree(folder)
-        os.replace(tmp, folder)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return folder
 
 
@@ -129,11 +123,7 @@ def _read_shard(folder: Path) -> tuple[dict, EncodedTexts]:
     if not meta_path.is_file():
         raise FileNotFoundError(f"{meta_path}: not an encoded shard (missing {SHARD_META})")
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    encoded = EncodedTexts(
-        dense=np.load(folder / "dense.npy") if (folder / "dense.npy").is_file() else None,
-        sparse=sp.load_npz(folder / "sparse.npz").tocsr() if (folder / "sparse.npz").is_file() else None,
-        gate=np.load(folder / "gate.npy") if (folder / "gate.npy").is_file() else None,
-    )
+    encoded = load_encoded(folder)
     if meta["rows"] and len(encoded) != len(meta["rows"]):
         raise ValueError(f"{folder}: {len(encoded)} encoded rows but {len(meta['rows'])} listed in {SHARD_META}")
     return meta, encoded
@@ -156,14 +146,7 @@ def merge_shard_dirs(folders: Sequence[str | os.PathLike], doc_ids: Sequence[str
     rows = [position.get(d, -1) for meta in metas for d in meta["doc_ids"]]
     if -1 in rows or sorted(rows) != list(range(len(doc_ids))):
         raise ValueError("the shards do not cover the documents exactly once (another corpus or a missing shard)")
-    stacked = concat_encoded(parts)
-    inverse = np.empty(len(rows), dtype=np.int64)
-    inverse[np.asarray(rows, dtype=np.int64)] = np.arange(len(rows))
-    return EncodedTexts(
-        dense=stacked.dense[inverse] if stacked.dense is not None else None,
-        sparse=stacked.sparse[inverse] if stacked.sparse is not None else None,
-        gate=stacked.gate[inverse] if stacked.gate is not None else None,
-    )
+    return scatter_rows(concat_encoded(parts), rows)
 
 
 def default_threads(num_shards: int) -> int:
