@@ -95,3 +95,31 @@ def test_index_stage_with_two_shards_gives_the_same_top10_as_unsharded(bundle_pa
             want = list(run[qid])
             got = list(runs["sharded"][mode][qid])
             assert got == want, f"{mode} query {qid}: sharded top-{TOP_K} {got} != unsharded {want}"
+
+
+@pytest.mark.slow
+def test_mine_corpus_pass_shards_a_checkpoint_model_in_worker_processes(bundle_parts):
+    """mine's corpus pass: 2 torch workers rebuilt from the checkpoint give the in-process encodings;
+    a model that is not the checkpoint's whole model (a teacher's channel) stays in process."""
+    from uniret.config.models import ModelConfig
+    from uniret.models.factory import build_model, load_model
+    from uniret.retrieval.encoding import TorchTextEncoder
+    from uniret.retrieval.sharded import encode_corpus
+    from uniret.stages.mine import _shard_spec
+
+    bundle, dataset, _ = bundle_parts
+    checkpoint = bundle.parents[1] / "warmup" / "model"
+    model, tokenizer = load_model(checkpoint)
+    cfg = model.model_config
+    encoder = TorchTextEncoder(model, tokenizer, 16, cfg.query_max_length, cfg.doc_max_length)
+    spec = _shard_spec(checkpoint, encoder)
+    assert spec is not None and spec.kind == "torch" and spec.batch_size == 16
+    other = build_model(ModelConfig(arch="splade", backbone="splade-tiny", query_max_length=16, doc_max_length=32))
+    assert _shard_spec(checkpoint, TorchTextEncoder(other, other.tokenizer, 16, 16, 32)) is None
+
+    docs = list(dataset.iter_corpus())[:120]
+    texts, ids = [d.contents for d in docs], [d.id for d in docs]
+    local = encoder.encode(texts, is_query=False)
+    sharded = encode_corpus(encoder, spec, texts, ids, shards=2, threads=1)
+    np.testing.assert_allclose(sharded.dense, local.dense, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(sharded.sparse.toarray(), local.sparse.toarray(), rtol=1e-4, atol=1e-5)

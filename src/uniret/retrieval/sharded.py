@@ -179,3 +179,12 @@ def _encode_rows(spec: EncoderSpec, texts: list[str], doc_ids: list[str], folder
     encoder = spec.build(threads)
     encoded = encoder.encode(texts, is_query=False) if texts else EncodedTexts()
     return _write_shard(folder, list(range(len(texts))), doc_ids, encoded, shard, num_shards)
+
+
+def encode_corpus(encoder: TextEncoder, spec: EncoderSpec | None, texts: Sequence[str], doc_ids: Sequence[str],
+                  shards: int, threads: int | None = None, work_dir: str | os.PathLike | None = None) -> EncodedTexts:
+    """Documents encoded by `shards` worker processes when shards > 1 and `spec` can rebuild the
+    encoder in them, else by `encoder` in this process (a corpus pass of index, mine or evaluate)."""
+    if shards > 1 and spec is not None:
+        return encode_sharded(spec, texts, doc_ids, shards, threads, work_dir)
+    return encoder.encode(list(texts), is_query=False)
