@@ -27,7 +27,9 @@ class DistributedConfig:
     nnodes: int = 1  # machines (torchrun --nnodes); > 1 needs a rendezvous endpoint (PyTorchJob sets it)
     backend: Literal["auto", "gloo", "nccl"] = "auto"  # auto: nccl on CUDA, gloo on CPU
     rdzv_endpoint: str = ""  # host:port of the c10d rendezvous for nnodes > 1; "" on one machine (standalone)
-    find_unused_parameters: bool = False  # DDP: needed only when a model has parameters a loss skips
+    # DDP: parameters no loss reaches (e.g. the unused BERT pooler of the MiniLM encoders and the
+    # cross-encoder) would stall the gradient reduction without it; false saves a graph walk per forward
+    find_unused_parameters: bool = True
     timeout_seconds: int = 1800  # collective timeout (a rank stuck this long fails the run)
     stages: list[str] = field(default_factory=lambda: list(TRAINING_STAGES))
     encode_shards: int = 1  # corpus-encoding shards encoded by parallel processes, then merged
