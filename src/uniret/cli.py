@@ -39,6 +39,7 @@ COMMAND_MODULES = [
     "uniret.commands.serve_cmd",
     "uniret.commands.bench_cmd",
     "uniret.commands.recipes_cmd",
+    "uniret.commands.export_cmd",
 ]
 
 

@@ -44,6 +44,8 @@ SECTIONS: dict[str, str] = {
     "training": "uniret.config.recipes:TrainingSection",
     "serve": "uniret.config.serving:ServeConfig",
     "bench": "uniret.config.serving:BenchConfig",
+    "distributed": "uniret.config.distributed:DistributedConfig",
+    "opensearch": "uniret.config.export:OpenSearchExportConfig",
 }
 
 

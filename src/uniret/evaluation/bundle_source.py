@@ -61,9 +61,10 @@ class BundleSource:
 
     def runs(self, ctx: StageContext) -> Runs:
         from uniret.retrieval.base import encode_queries
-        from uniret.retrieval.bundle import ONNX_DIR, open_bundle
+        from uniret.retrieval.bundle import ONNX_DIR, TOKENIZER_DIR, open_bundle
         from uniret.retrieval.corpus_cache import cached_corpus_encoding
         from uniret.retrieval.modes import build_searchers, memory_corpus_index
+        from uniret.retrieval.sharded import EncoderSpec, encode_corpus
 
         cfg = ctx.params.section("retrieval")
         data = ctx.params.section("data")
@@ -71,6 +72,10 @@ class BundleSource:
         cache_root = ctx.artifacts / ctx.params.section("training").evaluation.cache_dir
         model_id = bundle_encoder_key(bundle.manifest, bundle.path / ONNX_DIR)
         modes = [m for m in (self.modes or cfg.modes) if m not in SKIPPED_MODES]
+        dist = ctx.params.section("distributed")  # encode_shards > 1: worker processes rebuild the ONNX encoder
+        spec = EncoderSpec("onnx", str(bundle.path / ONNX_DIR), bundle.encoder.batch_size,
+                           bundle.manifest["query_max_length"], bundle.manifest["doc_max_length"],
+                           tokenizer=str(bundle.path / TOKENIZER_DIR))
         runs: Runs = {}
         for name in eval_datasets(ctx):
             dataset = ctx.dataset(name)
@@ -83,7 +88,8 @@ class BundleSource:
             else:
                 encoded = cached_corpus_encoding(
                     cache_root, model_id, dataset.corpus_path, docids,
-                    lambda docs=docs: bundle.encoder.encode([d.contents for d in docs], is_query=False),
+                    lambda docs=docs: encode_corpus(bundle.encoder, spec, [d.contents for d in docs],
+                                                    [d.id for d in docs], dist.encode_shards, dist.encode_threads),
                     label=f"bundle/{name}",
                 )
                 bm25_dir = ctx.stage_dir("bm25") / BM25_INDEXES / name

@@ -20,10 +20,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-import scipy.sparse as sp
-
-from uniret.retrieval.encoding import EncodedTexts
+from uniret.retrieval.encoding import EncodedTexts, load_encoded, save_encoded
 from uniret.utils.files import hash_path, sha256_file
 
 log = logging.getLogger("uniret.retrieval")
@@ -65,10 +62,7 @@ def _save(folder: Path, model_id: str, corpus_path: Path, docids: list[str], enc
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
-        if encoded.dense is not None:
-            np.save(tmp / "dense.npy", encoded.dense)
-        if encoded.sparse is not None:
-            sp.save_npz(tmp / "sparse.npz", encoded.sparse)
+        save_encoded(tmp, encoded)
         (tmp / "docids.json").write_text(json.dumps(list(docids)), encoding="utf-8")
         (tmp / META).write_text(json.dumps(meta, indent=2), encoding="utf-8")
         if folder.exists():  # a concurrent writer won: keep theirs
@@ -82,9 +76,8 @@ def _save(folder: Path, model_id: str, corpus_path: Path, docids: list[str], enc
 
 def _load(folder: Path) -> tuple[list[str], EncodedTexts]:
     docids = json.loads((folder / "docids.json").read_text(encoding="utf-8"))
-    dense = np.load(folder / "dense.npy") if (folder / "dense.npy").is_file() else None
-    sparse = sp.load_npz(folder / "sparse.npz").tocsr() if (folder / "sparse.npz").is_file() else None
-    return docids, EncodedTexts(dense=dense, sparse=sparse)
+    encoded = load_encoded(folder)
+    return docids, EncodedTexts(dense=encoded.dense, sparse=encoded.sparse)
 
 
 def store_corpus_encoding(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -65,6 +66,11 @@ def batches(items: Sequence, size: int) -> list[Sequence]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
+def length_order(texts: Sequence[str]) -> list[int]:
+    """Row indices longest text first (stable: equal lengths keep their input order)."""
+    return sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+
+
 def encode_in_batches(
     encode_batch, texts: Sequence[str], batch_size: int, desc: str, progress: bool | None = None
 ) -> EncodedTexts:
@@ -73,19 +79,42 @@ def encode_in_batches(
     Texts are batched longest first, so batches hold texts of similar length and pad little.
     """
     texts = list(texts)
-    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    order = length_order(texts)
     chunks = batches(order, batch_size)
     show = progress if progress is not None else len(chunks) > 4
     if len(chunks) == 1 and order == sorted(order):  # one batch already in input order (serving)
         return encode_batch(texts)
     parts = [encode_batch([texts[i] for i in chunk]) for chunk in tqdm(chunks, desc=desc, disable=not show, leave=False)]
-    out = concat_encoded(parts)
-    inverse = np.empty(len(order), dtype=np.int64)
-    inverse[np.asarray(order, dtype=np.int64)] = np.arange(len(order))
+    return scatter_rows(concat_encoded(parts), order)
+
+
+def scatter_rows(encoded: EncodedTexts, rows: Sequence[int]) -> EncodedTexts:
+    """Row i of `encoded` moved to position rows[i] (rows is a permutation of range(n))."""
+    inverse = np.empty(len(rows), dtype=np.int64)
+    inverse[np.asarray(rows, dtype=np.int64)] = np.arange(len(rows))
     return EncodedTexts(
-        dense=out.dense[inverse] if out.dense is not None else None,
-        sparse=out.sparse[inverse] if out.sparse is not None else None,
-        gate=out.gate[inverse] if out.gate is not None else None,
+        dense=encoded.dense[inverse] if encoded.dense is not None else None,
+        sparse=encoded.sparse[inverse] if encoded.sparse is not None else None,
+        gate=encoded.gate[inverse] if encoded.gate is not None else None,
+    )
+
+
+def save_encoded(folder: Path, encoded: EncodedTexts) -> None:
+    """Write the present parts as dense.npy, sparse.npz (CSR) and gate.npy into `folder`."""
+    if encoded.dense is not None:
+        np.save(folder / "dense.npy", encoded.dense)
+    if encoded.sparse is not None:
+        sp.save_npz(folder / "sparse.npz", encoded.sparse)
+    if encoded.gate is not None:
+        np.save(folder / "gate.npy", encoded.gate)
+
+
+def load_encoded(folder: Path) -> EncodedTexts:
+    """Read what `save_encoded` wrote (absent files are absent parts)."""
+    return EncodedTexts(
+        dense=np.load(folder / "dense.npy") if (folder / "dense.npy").is_file() else None,
+        sparse=sp.load_npz(folder / "sparse.npz").tocsr() if (folder / "sparse.npz").is_file() else None,
+        gate=np.load(folder / "gate.npy") if (folder / "gate.npy").is_file() else None,
     )
 
 

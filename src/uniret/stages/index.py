@@ -26,6 +26,7 @@ from uniret.export.parity import check_parity
 from uniret.retrieval.bundle import BM25_DIR, FORMAT_VERSION, MANIFEST, ONNX_DIR, TOKENIZER_DIR
 from uniret.retrieval.bundle_write import write_index_structures
 from uniret.retrieval.encoding import TorchTextEncoder
+from uniret.retrieval.sharded import EncoderSpec, encode_corpus
 from uniret.retrieval.sparse import vocab_tokens
 from uniret.stages.runtime import MANIFEST as STAGE_MANIFEST
 from uniret.stages.runtime import StageContext, read_manifest, stage_output
@@ -209,7 +210,11 @@ def run(ctx: StageContext) -> dict[str, Any]:
             torch_enc = TorchTextEncoder(model, tokenizer, cfg.doc_batch_size, qlen, dlen)
         encoder = onnx_enc if cfg.corpus_encoder == "onnx" else torch_enc
         start = time.perf_counter()
-        encoded = encoder.encode([d.contents for d in docs], is_query=False)
+        dist = ctx.params.section("distributed")  # encode_shards > 1: parallel worker processes
+        spec = EncoderSpec(cfg.corpus_encoder, str(bundle / ONNX_DIR if cfg.corpus_encoder == "onnx" else model_dir),
+                           cfg.doc_batch_size, qlen, dlen, tokenizer=str(bundle / TOKENIZER_DIR))
+        encoded = encode_corpus(encoder, spec, [d.contents for d in docs], [d.id for d in docs], dist.encode_shards,
+                                dist.encode_threads, work_dir=tmp)
         encode_seconds = time.perf_counter() - start
         metrics: dict[str, Any] = write_index_structures(
             bundle, [d.id for d in docs], encoded, vocab_tokens(tokenizer), rcfg
@@ -220,6 +225,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
         shutil.copytree(bm25_index, bundle / BM25_DIR)
         metrics.update(
             corpus_encoder=cfg.corpus_encoder,
+            encode_shards=dist.encode_shards,
             corpus_encode_docs_per_s=round(len(docs) / max(encode_seconds, 1e-9), 2),
             bundle_bytes=sum(p.stat().st_size for p in bundle.rglob("*") if p.is_file()),
         )

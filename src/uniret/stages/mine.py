@@ -65,6 +65,7 @@ def _rank(ctx: StageContext, channel: str, model, tokenizer, checkpoint, docs, q
     from uniret.retrieval.dense import build_faiss_index
     from uniret.retrieval.encoding import TorchTextEncoder
     from uniret.retrieval.lexical import MemoryImpactIndex
+    from uniret.retrieval.sharded import encode_corpus
 
     rcfg = ctx.params.section("retrieval")
     training = ctx.params.section("training")
@@ -74,9 +75,11 @@ def _rank(ctx: StageContext, channel: str, model, tokenizer, checkpoint, docs, q
                                cfg.query_max_length, doc_length)
     docids, texts, corpus_path = docs
     key = model_key(model, checkpoint) + ("" if doc_length == cfg.doc_max_length else f"-len{doc_length}")
+    dist = ctx.params.section("distributed")
     doc_enc = cached_corpus_encoding(
         ctx.artifacts / training.evaluation.cache_dir, key, corpus_path, docids,
-        lambda: encoder.encode(texts, is_query=False), label=f"mine/{channel}",
+        lambda: encode_corpus(encoder, _shard_spec(checkpoint, encoder), texts, docids, dist.encode_shards,
+                              dist.encode_threads), label=f"mine/{channel}",
     )
     qids = list(queries)
     q_enc = encoder.encode([queries[q] for q in qids], is_query=True)
@@ -91,6 +94,17 @@ def _rank(ctx: StageContext, channel: str, model, tokenizer, checkpoint, docs, q
         run = impacts.top_k(qids, q_enc.sparse, depth)
         exact = lambda i, rows: impacts.scores(q_enc.sparse[i]).toarray()[0][rows]  # noqa: E731
     return run, qids, exact
+
+
+def _shard_spec(checkpoint, encoder):
+    """How shard workers rebuild the encoder: the checkpoint folder when `encoder` runs the whole
+    model saved there (None otherwise, e.g. a teacher's channel: it then encodes in this process)."""
+    from uniret.models.factory import read_model_config
+    from uniret.retrieval.sharded import EncoderSpec
+
+    if checkpoint is None or getattr(encoder.model, "model_config", None) != read_model_config(checkpoint):
+        return None
+    return EncoderSpec("torch", str(checkpoint), encoder.batch_size, encoder.max_length[True], encoder.max_length[False])
 
 
 def run(ctx: StageContext) -> dict[str, Any]:

@@ -118,12 +118,20 @@ def train_and_save(
     inputs: dict[str, Path],
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Train with the generic loop, then write artifacts/<stage>/{model/, metrics/, manifest.json}."""
+    """Train with the generic loop, then write artifacts/<stage>/{model/, metrics/, manifest.json}.
+
+    Under torchrun every rank trains; rank 0 alone writes the outputs (the others return {}).
+    """
     from uniret.models.factory import save_model
     from uniret.training import train
+    from uniret.training.distributed import barrier, current
 
     work = ctx.artifacts / WORK_DIR / stage
-    result = train(model, data, compute_loss, cfg.train, work, resume=cfg.resume)
+    result = train(model, data, compute_loss, cfg.train, work, resume=cfg.resume,
+                   distributed=ctx.params.section("distributed"))
+    if not current().is_main:
+        barrier()  # wait for rank 0's outputs, so the job ends with them in place
+        return {}
     with stage_output(ctx, stage, sections=SECTIONS, inputs=inputs) as (out, manifest):
         save_model(model, out / MODEL_DIR)
         shutil.copytree(work / "metrics", out / "metrics")
@@ -133,4 +141,5 @@ def train_and_save(
         manifest.update(recipe=recipe, skipped=False, metrics=metrics)
     shutil.rmtree(work, ignore_errors=True)  # checkpoints hold optimizer state: large, and done with
     log.info("stage %s (%s): %s", stage, recipe, metrics)
+    barrier()
     return metrics

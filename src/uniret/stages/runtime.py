@@ -213,7 +213,12 @@ def stage_seconds(ctx: StageContext, stages: Sequence[str]) -> dict[str, float]:
 
 
 def run_stage(stage: str, ctx: StageContext) -> dict[str, Any]:
-    """Import `uniret.stages.<stage>` and call its `run(ctx)`."""
+    """Import `uniret.stages.<stage>` and call its `run(ctx)` (under torchrun when params
+    `distributed` gives a training stage several processes: uniret.stages.launch)."""
+    from uniret.stages import launch
+
+    if launch.wants_torchrun(stage, ctx):
+        return launch.run_under_torchrun(stage, ctx)
     module = importlib.import_module(f"uniret.stages.{stage}")
     ctx.started = time.time()
     try:

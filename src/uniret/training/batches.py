@@ -4,6 +4,10 @@ The loop only needs `next_batch()`, `state_dict()` and `load_state_dict()`. `Shu
 draws a fresh permutation of the examples per epoch from (seed, epoch) alone, so its whole
 state is (epoch, position): a resumed run continues with exactly the next batch, and two
 sources with the same seed and examples yield the same example order whatever their batch size.
+
+Under data parallelism (`shard(rank, world)`) every rank draws the same global batch and keeps its
+contiguous slice of it, so the W ranks together see exactly the one-process batch, in rank order,
+and the shared (epoch, position) state resumes all of them.
 """
 
 from __future__ import annotations
@@ -61,6 +65,20 @@ class ShuffledBatches:
         self.epoch = 0
         self.position = 0  # examples of the current epoch already served
         self._order: list[int] | None = None
+        self.rank, self.world = 0, 1
+
+    def shard(self, rank: int, world: int) -> None:
+        """Serve only this rank's slice of each global batch (batch_size must divide by world)."""
+        if world < 1 or not 0 <= rank < world:
+            raise ValueError(f"rank {rank} is not in a world of {world}")
+        if self.batch_size % world:
+            raise ValueError(
+                f"batch_size {self.batch_size} (the global micro-batch) does not split over {world} processes; "
+                "make it a multiple of the process count"
+            )
+        if not self.drop_last and len(self.examples) % self.batch_size:
+            raise ValueError("sharded batches need drop_last true (every rank must get equal slices)")
+        self.rank, self.world = rank, world
 
     def _epoch_order(self) -> list[int]:
         if self._order is None:
@@ -84,6 +102,8 @@ class ShuffledBatches:
         order = self._epoch_order()
         idx = order[self.position : self.position + self.batch_size]
         self.position += len(idx)
+        per_rank = len(idx) // self.world
+        idx = idx[self.rank * per_rank : (self.rank + 1) * per_rank]
         return self.collate([self.examples[i] for i in idx])
 
     def __iter__(self):

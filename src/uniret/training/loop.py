@@ -3,10 +3,16 @@ atomic checkpoints with exact resume, NaN guard, metrics TSV, progress bar and t
 
 Every training stage (warmup, reranker, continual, distill) calls `train` with its own model,
 batch source and `compute_loss(model, batch, step) -> (loss, logs)`.
+
+Under torchrun (uniret.training.distributed) the same loop runs data-parallel: the model is
+wrapped in DistributedDataParallel, each rank takes its slice of every global batch, logged values
+are averaged over ranks, and rank 0 alone writes checkpoints (with every rank's RNG state, so a
+resumed job continues exactly), metrics and the summary.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import math
@@ -19,12 +25,21 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
+from uniret.config.distributed import DistributedConfig
 from uniret.config.training import TrainConfig
 from uniret.tracking.base import Tracker
+from uniret.training import distributed as dist_rt
 from uniret.training.batches import BatchSource
-from uniret.training.checkpoint import latest_checkpoint, list_checkpoints, load_checkpoint, save_checkpoint
+from uniret.training.checkpoint import (
+    checkpoint_name,
+    latest_checkpoint,
+    list_checkpoints,
+    load_checkpoint,
+    save_checkpoint,
+)
 from uniret.training.device import DevicePlan, plan_device, to_device
 from uniret.training.errors import TrainingDiverged
 from uniret.training.metrics import FIRST_COLUMNS, LogWindow, MetricsTsv
@@ -67,15 +82,18 @@ class _Session:
     scheduler: torch.optim.lr_scheduler.LRScheduler
     window: LogWindow
     ckpt_dir: Path
+    ranks: dist_rt.Ranks = dataclasses.field(default_factory=dist_rt.Ranks)
+    forward_model: nn.Module | None = None  # what compute_loss calls: the DDP wrapper when distributed
     last_checkpoint: Path | None = None
     step: int = 0  # optimizer steps completed
 
-    def state(self) -> dict[str, Any]:
+    def state(self, rng_ranks: list[dict[str, Any]]) -> dict[str, Any]:
         return {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
-            "rng": capture_rng_state(),
+            "rng": rng_ranks[0],
+            "rng_ranks": rng_ranks,  # one per rank: a resumed job restores each rank's own stream
             "data": dict(self.data.state_dict()),
             "log_window": self.window.state_dict(),
             "config": dataclasses.asdict(self.cfg),
@@ -86,7 +104,31 @@ class _Session:
         for name, param in self.model.named_parameters():
             if not torch.isfinite(param).all():
                 raise TrainingDiverged(step, f"parameter {name}", float("nan"), logs, self.last_checkpoint)
-        self.last_checkpoint = save_checkpoint(self.ckpt_dir, step, self.state(), self.cfg.keep_checkpoints)
+        rng_ranks = dist_rt.gather_objects(capture_rng_state())  # every rank takes part; rank 0 writes
+        path = self.ckpt_dir / checkpoint_name(step)
+        if self.ranks.is_main:
+            path = save_checkpoint(self.ckpt_dir, step, self.state(rng_ranks), self.cfg.keep_checkpoints)
+        dist_rt.barrier()  # no rank runs ahead of a checkpoint it might have to resume from
+        self.last_checkpoint = path
+
+
+class _NoMetrics:
+    """The metrics file of a rank other than 0: rank 0 alone writes train.tsv."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def start(self, resume_step: int | None = None) -> None:
+        return None
+
+    def write(self, row: dict[str, Any]) -> None:
+        return None
+
+    def read_rows(self) -> list[dict[str, str]]:
+        return []
+
+    def close(self) -> None:
+        return None
 
 
 def train(
@@ -97,6 +139,7 @@ def train(
     out_dir: str | os.PathLike,
     resume: bool = False,
     tracker: Tracker | None = None,
+    distributed: DistributedConfig | None = None,
 ) -> TrainResult:
     """Train `model` for `cfg.max_steps` optimizer steps; see the module docstring.
 
@@ -108,12 +151,28 @@ def train(
     none present it starts fresh. With resume=False earlier checkpoints and metrics are replaced.
     The tracker (log(step, values)) is the caller's: this function never finishes it.
     Raises TrainingDiverged on a NaN/inf loss or gradient norm; no checkpoint of that step is written.
+    Under torchrun (several ranks) the run is data-parallel (module doc; `distributed` gives the
+    backend, timeout and DDP options) and `data` must offer `shard(rank, world)`.
     """
     out = Path(out_dir)
+    dcfg = distributed or DistributedConfig()
     if cfg.num_threads:
         torch.set_num_threads(cfg.num_threads)
     plan = plan_device(cfg.device, cfg.amp)
+    ranks = dist_rt.init_from_env(plan.device.type, dcfg.backend, dcfg.timeout_seconds)
+    if ranks.distributed and plan.device.type == "cuda":
+        plan = DevicePlan(torch.device("cuda", ranks.local_rank), plan.autocast_dtype)
     model.to(plan.device)
+    forward_model = model
+    if ranks.distributed:
+        if not hasattr(data, "shard"):
+            raise TypeError(f"{type(data).__name__} cannot shard its batches over {ranks.world} processes")
+        data.shard(ranks.rank, ranks.world)
+        forward_model = DistributedDataParallel(
+            model,
+            device_ids=[ranks.local_rank] if plan.device.type == "cuda" else None,
+            find_unused_parameters=dcfg.find_unused_parameters,
+        )
     optimizer = build_optimizer(model, cfg)
     session = _Session(
         model=model,
@@ -124,16 +183,19 @@ def train(
         scheduler=warmup_linear_schedule(optimizer, cfg.warmup_steps, cfg.max_steps),
         window=LogWindow(),
         ckpt_dir=out / CHECKPOINTS,
+        ranks=ranks,
+        forward_model=forward_model,
     )
-    metrics = MetricsTsv(out / METRICS_TSV)
-    seed_everything(cfg.seed, cfg.deterministic)
+    metrics = MetricsTsv(out / METRICS_TSV) if ranks.is_main else _NoMetrics(out / METRICS_TSV)
+    # rank r seeds seed + r: independent dropout masks per rank (data order has its own seeded generator)
+    seed_everything(cfg.seed + ranks.rank, cfg.deterministic)
     start_step = _restore(session, metrics) if resume else None
     if start_step is None:
         _fresh_start(session, metrics)
         start_step = 0
     log.info(
-        "training on %s: steps %d..%d, batch %d x %d accumulation, lr %g",
-        plan.describe(), start_step + 1, cfg.max_steps, cfg.batch_size, cfg.grad_accum, cfg.lr,
+        "training on %s x %d process(es): steps %d..%d, batch %d x %d accumulation, lr %g",
+        plan.describe(), ranks.world, start_step + 1, cfg.max_steps, cfg.batch_size, cfg.grad_accum, cfg.lr,
     )
     started = time.perf_counter()
     session.step = start_step
@@ -164,22 +226,25 @@ def train(
             "checkpoint": str(session.last_checkpoint) if session.last_checkpoint else None,
             "metrics": str(metrics.path),
             "device": plan.describe(),
+            "processes": ranks.world,
             "wall_seconds": round(elapsed, 3),
             "steps_per_second": round((step - start_step) / elapsed, 4) if elapsed > 0 else None,
             "config": dataclasses.asdict(cfg),
         }
-        atomic_write_json(out / SUMMARY_JSON, summary)
+        if ranks.is_main:
+            atomic_write_json(out / SUMMARY_JSON, summary)
     return TrainResult(step, last_row, session.last_checkpoint, metrics.path, out / SUMMARY_JSON)
 
 
 def _fresh_start(session: _Session, metrics: MetricsTsv) -> None:
     """Start from step 0: earlier checkpoints in this folder would be mistaken for this run's."""
-    stale = list_checkpoints(session.ckpt_dir)
+    stale = list_checkpoints(session.ckpt_dir) if session.ranks.is_main else []
     if stale:
         log.warning("fresh start: removing %d old checkpoint(s) in %s", len(stale), session.ckpt_dir)
         for _, path in stale:
             path.unlink()
     metrics.start(None)
+    dist_rt.barrier()  # nobody looks for checkpoints while rank 0 clears them
 
 
 def _restore(session: _Session, metrics: MetricsTsv) -> int | None:
@@ -202,7 +267,12 @@ def _restore(session: _Session, metrics: MetricsTsv) -> int | None:
     session.scheduler.load_state_dict(state["scheduler"])
     session.data.load_state_dict(state["data"])
     session.window.load_state_dict(state["log_window"])
-    restore_rng_state(state["rng"])
+    rng_ranks = state.get("rng_ranks") or [state["rng"]]
+    if len(rng_ranks) != session.ranks.world:
+        log.warning("checkpoint %s was written by %d process(es), this run has %d: every rank restores "
+                    "rank 0's RNG state", path, len(rng_ranks), session.ranks.world)
+        rng_ranks = [rng_ranks[0]] * session.ranks.world
+    restore_rng_state(rng_ranks[session.ranks.rank])
     session.last_checkpoint = path
     step = int(state["step"])
     metrics.start(step)
@@ -211,21 +281,29 @@ def _restore(session: _Session, metrics: MetricsTsv) -> int | None:
 
 
 def _micro_step(
-    session: _Session, compute_loss: ComputeLoss, step: int
+    session: _Session, compute_loss: ComputeLoss, step: int, sync: bool = True
 ) -> tuple[float, dict[str, float]]:
-    """Forward + backward of one micro-batch; the NaN guard runs before backward."""
+    """Forward + backward of one micro-batch; the NaN guard runs before backward.
+
+    sync False (a non-final accumulation micro-batch): DDP skips the gradient all-reduce.
+    """
     batch = to_device(session.data.next_batch(), session.plan.device)
-    with session.plan.autocast():
-        loss, logs = compute_loss(session.model, batch, step)
-    logs = {k: float(v) for k, v in logs.items()}
-    reserved = sorted(set(logs) & set(FIRST_COLUMNS))
-    if reserved:
-        raise ValueError(f"compute_loss logs use reserved name(s) {reserved}; rename them")
-    value = float(loss.detach().float())
-    if not math.isfinite(value):
-        raise TrainingDiverged(step, "loss", value, logs, session.last_checkpoint)
-    (loss / session.cfg.grad_accum).backward()
-    return value, logs
+    model = session.forward_model if session.forward_model is not None else session.model
+    no_sync = model.no_sync() if isinstance(model, DistributedDataParallel) and not sync else contextlib.nullcontext()
+    with no_sync:
+        with session.plan.autocast():
+            loss, logs = compute_loss(model, batch, step)
+        logs = {k: float(v) for k, v in logs.items()}
+        reserved = sorted(set(logs) & set(FIRST_COLUMNS))
+        if reserved:
+            raise ValueError(f"compute_loss logs use reserved name(s) {reserved}; rename them")
+        # one value on every rank: the NaN guard then stops all ranks at the same step
+        merged = dist_rt.mean_over_ranks({**logs, "\0loss": float(loss.detach().float())})
+        value = merged.pop("\0loss")
+        if not math.isfinite(value):
+            raise TrainingDiverged(step, "loss", value, merged, session.last_checkpoint)
+        (loss / session.cfg.grad_accum).backward()
+    return value, merged
 
 
 def _optimizer_step(session: _Session, step: int, logs: dict[str, float]) -> tuple[float, float]:
@@ -248,14 +326,14 @@ def _run_steps(
     session.model.train()
     bar = tqdm(
         total=cfg.max_steps, initial=start_step, unit="step", desc="train",
-        disable=not cfg.progress, dynamic_ncols=True,
+        disable=not (cfg.progress and session.ranks.is_main), dynamic_ncols=True,
     )
     try:
         for step in range(start_step + 1, cfg.max_steps + 1):
             session.optimizer.zero_grad(set_to_none=True)
             loss_sum, term_sums = 0.0, LogWindow()
-            for _ in range(cfg.grad_accum):
-                loss, logs = _micro_step(session, compute_loss, step)
+            for micro in range(cfg.grad_accum):
+                loss, logs = _micro_step(session, compute_loss, step, sync=micro == cfg.grad_accum - 1)
                 loss_sum += loss
                 term_sums.add(logs)
             step_logs = {"loss": loss_sum / cfg.grad_accum, **term_sums.means()}
@@ -276,7 +354,7 @@ def _log_row(session: _Session, metrics: MetricsTsv, tracker: Tracker | None, st
     means = session.window.means()
     row = {"step": step, "lr": lr, **means}
     metrics.write(row)
-    if tracker is not None:
+    if tracker is not None and session.ranks.is_main:
         tracker.log(step, {f"train/{k}": v for k, v in row.items() if k != "step"})
     # Loss terms and sparsity monitors (e.g. active_terms_q / active_terms_d) as the loss logs them.
     terms = " ".join(f"{k}={v:.4g}" for k, v in sorted(means.items()) if k not in FIRST_COLUMNS)

@@ -5,6 +5,10 @@ external scores they need (a cross-encoder's, LED's lexical teacher's, BM25's) a
 per batch, without gradient. Logs carry every term and the sparsity monitors
 active_terms_q / active_terms_d (mean non-zero terms of the sparse vectors) when the model has a
 sparse head.
+
+Data-parallel (torchrun): the encodings of every rank are gathered with gradient and the
+external scores without, so each rank scores the global batch: in-batch negatives span all ranks
+and every term (FLOPS, agreement, KL...) sees the same batch a one-process run sees.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from uniret.losses.base import LossInputs
 from uniret.losses.compose import CompositeLoss
 from uniret.models.base import Encoded
 from uniret.models.led import teacher_group_scores
+from uniret.training.distributed import gather_detached, gather_with_grad
 
 # batch -> [Q, G] scores of a teacher over each query's group
 TeacherFn = Callable[[dict[str, Any]], torch.Tensor]
@@ -57,6 +62,12 @@ def lexical_teacher(teacher: torch.nn.Module) -> TeacherFn:
     return scores
 
 
+def gather_encoded(enc: Encoded) -> Encoded:
+    """Every rank's rows of `enc` in rank order, differentiable (unchanged in one process)."""
+    return Encoded(dense=gather_with_grad(enc.dense), sparse=gather_with_grad(enc.sparse),
+                   gate=gather_with_grad(enc.gate))
+
+
 def make_compute_loss(loss: CompositeLoss, teachers: Mapping[str, TeacherFn] | None = None):
     """compute_loss(model, batch, step) for a bi-encoder trained with `loss` (see module doc)."""
     teachers = dict(teachers or {})
@@ -66,14 +77,17 @@ def make_compute_loss(loss: CompositeLoss, teachers: Mapping[str, TeacherFn] | N
         docs = model(batch["docs"]["input_ids"], batch["docs"]["attention_mask"], is_query=False)
         device = (query.dense if query.dense is not None else query.sparse).device
         with torch.no_grad():
-            scores = {name: fn(batch).to(device) for name, fn in teachers.items()}
+            scores = {name: gather_detached(fn(batch).to(device)) for name, fn in teachers.items()}
+        query, docs = gather_encoded(query), gather_encoded(docs)
+        inner = getattr(model, "module", model)  # DDP wraps the model: its attributes live on .module
+        bm25 = batch.get("bm25")
         inputs = LossInputs(
             query=query,
             docs=docs,
             group_size=batch["group_size"],
             teachers=scores,
-            bm25_scores=batch.get("bm25"),
-            dense_parts=getattr(model, "dense_parts", {}),
+            bm25_scores=gather_detached(bm25.to(device)) if bm25 is not None else None,
+            dense_parts=getattr(inner, "dense_parts", {}),
             step=step,
         )
         total, logs = loss(inputs)

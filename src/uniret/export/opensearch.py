@@ -1,0 +1,223 @@
+"""A bundle laid out for OpenSearch: serving beyond one machine on an existing distributed engine.
+
+`export_bundle` writes, from a bundle's own index structures (no re-encoding):
+- index.json: settings + mappings: a `knn_vector` field (faiss/lucene HNSW, inner product, the
+  bundle's HNSW parameters) and a `rank_features` field for the learned-sparse weights (what the
+  neural-search plugin's `neural_sparse` query scores: sum over query tokens of weight x feature);
+- bulk-NNNN.ndjson: the `_bulk` API's action/source line pairs, one document per pair;
+- search_pipeline.json: a normalization-processor (min_max, arithmetic_mean with weights
+  alpha / 1 - alpha): the engine-side twin of uniret's `hybrid` mode (retrieval/fusion.py);
+- alias_actions.json: the `_aliases` request promotion would send to move the serving alias;
+- manifest.json: what was exported, and how each serving mode maps onto the engine.
+
+Sparse values are the bundle's quantized impacts divided by `quant` (what its Lucene impact index
+scores), and queries get the same quantization, so the engine's rank_features score equals the
+bundle's lexical score up to Lucene's FeatureField precision (9 significant bits).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from uniret.config.export import OpenSearchExportConfig
+from uniret.retrieval.bundle import (
+    DENSE_FILE,
+    DOCIDS_FILE,
+    IMPACTS_FILE,
+    MANIFEST,
+    TOKENIZER_DIR,
+    read_bundle_manifest,
+)
+from uniret.retrieval.encoding import EncodedTexts
+from uniret.retrieval.sparse import quantize
+from uniret.utils.files import atomic_dir
+
+MAX_HYBRID_QUERIES = 5  # the hybrid query accepts at most five sub-queries (neural-search docs)
+# serving mode -> how the engine answers it ("exact": same ranking as the bundle; "approximate": a
+# documented stand-in, the gate's figures do not carry over)
+MODE_MAPPING = {
+    "lexical": ("neural_sparse on the rank_features field", "exact"),
+    "dense": ("knn on the knn_vector field (HNSW)", "exact for the bundle's HNSW/flat top-k up to graph recall"),
+    "hybrid": ("hybrid query + normalization-processor (min_max, arithmetic_mean alpha/1-alpha)", "exact fusion"),
+    "uni": ("hybrid query + normalization-processor", "approximate: UnifieR adds raw lexical + dense scores of "
+            "the lexical top-K; the engine fuses normalized scores of both clauses"),
+    "uni_gated": ("hybrid query + normalization-processor", "approximate: the per-query gate is not applied"),
+}
+
+
+def feature_key(token: str, token_id: int) -> str:
+    """A rank_features key for a vocabulary token: the token itself, or `[id]` for a token the field
+    cannot hold as a key (a dot would be read as an object path; empty or blank tokens)."""
+    if not token.strip() or "." in token:
+        return f"[{token_id}]"
+    return token
+
+
+def feature_keys(vocab: Sequence[str]) -> list[str]:
+    """rank_features key of every vocabulary id (unique: `[id]` keys cannot clash with tokens)."""
+    return [feature_key(t, i) for i, t in enumerate(vocab)]
+
+
+def index_body(dim: int | None, hnsw: dict[str, Any], cfg: OpenSearchExportConfig, sparse: bool) -> dict[str, Any]:
+    """Settings + mappings of the index (PUT /<index>)."""
+    properties: dict[str, Any] = {"doc_id": {"type": "keyword"}}
+    settings: dict[str, Any] = {"number_of_shards": cfg.number_of_shards, "number_of_replicas": cfg.number_of_replicas}
+    if dim is not None:
+        settings["knn"] = True
+        settings["knn.algo_param.ef_search"] = int(hnsw["hnsw_ef_search"])
+        properties[cfg.dense_field] = {
+            "type": "knn_vector",
+            "dimension": int(dim),
+            "space_type": "innerproduct",  # the bundle scores dense by inner product (faiss METRIC_INNER_PRODUCT)
+            "method": {"name": "hnsw", "engine": cfg.knn_engine,
+                       "parameters": {"m": int(hnsw["hnsw_m"]), "ef_construction": int(hnsw["hnsw_ef_construction"])}},
+        }
+    if sparse:
+        properties[cfg.sparse_field] = {"type": "rank_features"}
+    return {"settings": {"index": settings}, "mappings": {"dynamic": "strict", "properties": properties}}
+
+
+def sparse_features(row: sp.csr_matrix, keys: Sequence[str], quant: float) -> dict[str, float]:
+    """{feature key: weight} of one quantized impact row (rank_features needs positive values)."""
+    return {keys[int(j)]: float(v) / quant for j, v in zip(row.indices, row.data, strict=True) if v > 0}
+
+
+def query_tokens(weights: sp.csr_matrix, keys: Sequence[str], quant: float) -> dict[str, float]:
+    """The `query_tokens` of one encoded query: quantized like the bundle's lexical search does."""
+    return sparse_features(quantize(weights, quant).tocsr(), keys, quant)
+
+
+def iter_bulk_lines(index: str, docids: Sequence[str], dense: np.ndarray | None, impacts: sp.csr_matrix | None,
+                    keys: Sequence[str], quant: float, cfg: OpenSearchExportConfig) -> Iterator[str]:
+    """`_bulk` NDJSON lines: an index action, then the document, per document."""
+    for i, docid in enumerate(docids):
+        source: dict[str, Any] = {"doc_id": docid}
+        if dense is not None:
+            source[cfg.dense_field] = [float(x) for x in dense[i]]
+        if impacts is not None:
+            features = sparse_features(impacts[i], keys, quant)
+            if features:  # an empty rank_features object is refused; the doc is then dense-only
+                source[cfg.sparse_field] = features
+        yield json.dumps({"index": {"_index": index, "_id": docid}})
+        yield json.dumps(source)
+
+
+def search_pipeline(alpha: float) -> dict[str, Any]:
+    """The hybrid search pipeline: min-max per clause, weighted mean (lexical alpha, dense 1 - alpha)."""
+    return {
+        "description": "uniret hybrid: min-max normalised lexical and dense clauses, alpha-weighted mean",
+        "phase_results_processors": [{
+            "normalization-processor": {
+                "normalization": {"technique": "min_max"},
+                "combination": {"technique": "arithmetic_mean", "parameters": {"weights": [alpha, 1.0 - alpha]}},
+            }
+        }],
+    }
+
+
+def search_body(mode: str, query: EncodedTexts, keys: Sequence[str], quant: float, cfg: OpenSearchExportConfig,
+                size: int) -> dict[str, Any]:
+    """The search request of one encoded query in serving mode `mode` (MODE_MAPPING)."""
+    if mode not in MODE_MAPPING:
+        raise ValueError(f"mode {mode!r} has no OpenSearch query; exportable: {sorted(MODE_MAPPING)}")
+    clauses = {}
+    if query.sparse is not None:
+        clauses["lexical"] = {"neural_sparse": {cfg.sparse_field: {"query_tokens": query_tokens(query.sparse[0], keys,
+                                                                                                 quant)}}}
+    if query.dense is not None:
+        clauses["dense"] = {"knn": {cfg.dense_field: {"vector": [float(x) for x in query.dense[0]],
+                                                      "k": max(cfg.knn_k, size)}}}
+    if mode in ("lexical", "dense"):
+        if mode not in clauses:
+            raise ValueError(f"mode {mode!r}: the bundle's encoder has no {mode} output")
+        return {"size": size, "_source": ["doc_id"], "query": clauses[mode]}
+    if set(clauses) != {"lexical", "dense"}:
+        raise ValueError(f"mode {mode!r} needs both a dense and a sparse output")
+    return {"size": size, "_source": ["doc_id"],
+            "query": {"hybrid": {"queries": [clauses["lexical"], clauses["dense"]]}}}
+
+
+def alias_actions(alias: str, new_index: str, old_index: str | None) -> dict[str, Any]:
+    """The atomic `_aliases` request that moves `alias` to `new_index` (and off the old one)."""
+    actions: list[dict[str, Any]] = []
+    if old_index and old_index != new_index:
+        actions.append({"remove": {"index": old_index, "alias": alias}})
+    actions.append({"add": {"index": new_index, "alias": alias, "is_write_index": False}})
+    return {"actions": actions}
+
+
+def bundle_version(bundle_dir: Path, manifest: dict[str, Any]) -> str:
+    """The bundle's name in the registry (registry/bundles/<version>/), else its checkpoint hash."""
+    if bundle_dir.name != "bundle":
+        return bundle_dir.name.lower()
+    sha = (manifest.get("model") or {}).get("checkpoint_sha256") or "unversioned"
+    return str(sha)[:12].lower()
+
+
+def export_bundle(bundle_dir: str | os.PathLike, out_dir: str | os.PathLike, cfg: OpenSearchExportConfig,
+                  previous_index: str | None = None) -> dict[str, Any]:
+    """Write the OpenSearch export of a bundle into out_dir (see module doc); returns its manifest."""
+    from transformers import AutoTokenizer
+
+    from uniret.retrieval.dense import doc_vectors, load_faiss_index
+    from uniret.retrieval.sparse import vocab_tokens
+
+    bundle = Path(bundle_dir)
+    manifest = read_bundle_manifest(bundle)
+    retrieval = manifest["params"]["retrieval"]
+    quant = float(retrieval["lexical"]["quant"])
+    docids = json.loads((bundle / DOCIDS_FILE).read_text(encoding="utf-8"))
+    dense = doc_vectors(load_faiss_index(bundle / DENSE_FILE)) if (bundle / DENSE_FILE).is_file() else None
+    impacts = sp.load_npz(bundle / IMPACTS_FILE).tocsr() if (bundle / IMPACTS_FILE).is_file() else None
+    keys = feature_keys(vocab_tokens(AutoTokenizer.from_pretrained(str(bundle / TOKENIZER_DIR), local_files_only=True)))
+    index = f"{cfg.index_prefix}-{bundle_version(bundle, manifest)}"
+    alpha = float(retrieval["fusion"]["alpha"]) if retrieval["fusion"]["runs"][:2] == ["lexical", "dense"] else 0.5
+    serve_mode = (manifest.get("model") or {}).get("serve_mode")
+
+    with atomic_dir(out_dir) as tmp:
+        body = index_body(dense.shape[1] if dense is not None else None, retrieval["dense"], cfg, impacts is not None)
+        (tmp / "index.json").write_text(json.dumps(body, indent=2), encoding="utf-8")
+        lines = iter_bulk_lines(index, docids, dense, impacts, keys, quant, cfg)
+        files = _write_bulk_files(tmp, lines, len(docids), cfg.bulk_docs_per_file)
+        (tmp / "search_pipeline.json").write_text(json.dumps(search_pipeline(alpha), indent=2), encoding="utf-8")
+        (tmp / "alias_actions.json").write_text(json.dumps(alias_actions(cfg.alias, index, previous_index), indent=2),
+                                                encoding="utf-8")
+        (tmp / "feature_keys.json").write_text(json.dumps(keys), encoding="utf-8")
+        exported = {
+            "bundle": str(bundle.resolve()),
+            "index": index,
+            "alias": cfg.alias,
+            "search_pipeline": cfg.search_pipeline,
+            "num_docs": len(docids),
+            "dense_dim": int(dense.shape[1]) if dense is not None else None,
+            "sparse_quant": quant,
+            "hybrid_alpha": alpha,
+            "serve_mode": serve_mode,
+            "serve_mode_mapping": MODE_MAPPING.get(serve_mode) if serve_mode else None,
+            "modes": {m: {"query": q, "fidelity": f} for m, (q, f) in MODE_MAPPING.items()},
+            "bulk_files": files,
+            "requests": ["PUT /{index} index.json", "POST /_bulk bulk-*.ndjson",
+                         "PUT /_search/pipeline/{pipeline} search_pipeline.json",
+                         "POST /_aliases alias_actions.json (promotion)"],
+        }
+        (tmp / MANIFEST).write_text(json.dumps(exported, indent=2), encoding="utf-8")
+    return exported
+
+
+def _write_bulk_files(folder: Path, lines: Iterator[str], num_docs: int, per_file: int) -> list[str]:
+    """Bulk NDJSON files of `per_file` documents each (two lines per document, newline-terminated)."""
+    names = []
+    for start in range(0, max(num_docs, 1), per_file):
+        name = f"bulk-{start // per_file:04d}.ndjson"
+        with (folder / name).open("w", encoding="utf-8") as fh:
+            for _ in range(2 * min(per_file, num_docs - start)):
+                fh.write(next(lines) + "\n")  # the _bulk API needs the final newline too
+        names.append(name)
+    return names

@@ -1,0 +1,125 @@
+"""Sharded corpus encoding: the plan, the per-shard + merge functions a kfp ParallelFor calls, and
+the index stage with 2 shards giving the same top-10 as the unsharded bundle for every test query."""
+
+from __future__ import annotations
+
+import copy
+import shutil
+
+import numpy as np
+import pytest
+
+from uniret.config import Params
+from uniret.data.beir import BeirDataset
+from uniret.retrieval.bundle import MANIFEST, ONNX_DIR, TOKENIZER_DIR, open_bundle, read_bundle_manifest
+from uniret.retrieval.sharded import EncoderSpec, encode_corpus_shard, merge_shard_dirs, shard_plan
+from uniret.stages.runtime import StageContext
+
+TOP_K = 10
+
+
+def test_shard_plan_covers_every_row_once_in_whole_batches():
+    texts = [("x" * n) for n in (5, 1, 9, 3, 3, 7, 2, 8, 6, 4, 10)]
+    plan = shard_plan(texts, batch_size=3, num_shards=2)
+    assert sorted(i for rows in plan for i in rows) == list(range(len(texts)))
+    # batches of the longest-first order alternate between the shards: both get long and short texts
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    assert plan[0] == order[0:3] + order[6:9] and plan[1] == order[3:6] + order[9:]
+    assert shard_plan(texts, 3, 1) == [order]
+    with pytest.raises(ValueError):
+        shard_plan(texts, 3, 0)
+
+
+@pytest.fixture(scope="module")
+def bundle_parts(tiny_bundle):
+    """(bundle dir, its corpus dataset, the ONNX encoder spec the index stage used)."""
+    manifest = read_bundle_manifest(tiny_bundle)
+    artifacts = tiny_bundle.parents[1]
+    dataset = BeirDataset(artifacts / "validate" / "datasets" / manifest["train_dataset"])
+    index_params = manifest["params"]["index"]
+    spec = EncoderSpec("onnx", str(tiny_bundle / ONNX_DIR), index_params["doc_batch_size"],
+                       manifest["query_max_length"], manifest["doc_max_length"], tokenizer=str(tiny_bundle / TOKENIZER_DIR))
+    return tiny_bundle, dataset, spec
+
+
+def test_per_shard_function_and_merge_reproduce_the_unsharded_encoding(bundle_parts, tmp_path):
+    _, dataset, spec = bundle_parts
+    docs = list(dataset.iter_corpus())
+    ids = [d.id for d in docs]
+    whole = spec.build(threads=1).encode([d.contents for d in docs], is_query=False)
+    folders = [encode_corpus_shard(spec, dataset.root, k, 2, tmp_path / f"shard-{k}", threads=1) for k in range(2)]
+    merged = merge_shard_dirs(folders, ids)
+    assert len(merged) == len(ids)
+    np.testing.assert_allclose(merged.dense, whole.dense, rtol=1e-5, atol=1e-6)
+    assert merged.sparse.shape == whole.sparse.shape
+    np.testing.assert_allclose(merged.sparse.toarray(), whole.sparse.toarray(), rtol=1e-5, atol=1e-6)
+    # a missing shard, or shards of another corpus, are refused
+    with pytest.raises(ValueError, match="complete set"):
+        merge_shard_dirs(folders[:1], ids)
+    with pytest.raises(ValueError, match="exactly once"):
+        merge_shard_dirs(folders, ids[:-1] + ["not-a-doc"])
+
+
+@pytest.mark.slow
+def test_index_stage_with_two_shards_gives_the_same_top10_as_unsharded(bundle_parts, tmp_path, repo_root, shared_data):
+    from uniret.retrieval.base import encode_queries
+    from uniret.retrieval.modes import build_searchers
+    from uniret.stages import index as index_stage
+    from uniret.stages.runtime import make_context
+
+    unsharded, dataset, _ = bundle_parts
+    artifacts = tmp_path / "artifacts"
+    for stage in ("validate", "bm25", "warmup"):
+        shutil.copytree(unsharded.parents[1] / stage, artifacts / stage)
+    base = make_context(repo_root / "params.yaml", "tiny", str(shared_data), artifacts)
+    raw = copy.deepcopy(base.params.raw)
+    raw["data"]["eval_datasets"] = [dataset.name]
+    raw["distributed"] = {"encode_shards": 2}
+    ctx = StageContext(Params(raw=raw, profile="tiny", path=base.params.path), base.data_root, artifacts)
+    metrics = index_stage.run(ctx)
+    assert metrics["encode_shards"] == 2
+    sharded = ctx.stage_dir("index") / "bundle"
+    assert (sharded / MANIFEST).is_file()
+
+    queries = dataset.split_queries("test")
+    assert queries
+    runs = {}
+    for name, path in (("unsharded", unsharded), ("sharded", sharded)):
+        b = open_bundle(path)
+        searchers = build_searchers(b.index, b.retrieval, b.encoder, b.bm25, b.has_gate)
+        batch = encode_queries(queries, b.encoder)
+        runs[name] = {mode: s.search_batch(batch, TOP_K) for mode, s in searchers.items() if mode != "bm25"}
+    assert runs["unsharded"].keys() == runs["sharded"].keys() and runs["sharded"]
+    for mode, run in runs["unsharded"].items():
+        for qid in queries:
+            want = list(run[qid])
+            got = list(runs["sharded"][mode][qid])
+            assert got == want, f"{mode} query {qid}: sharded top-{TOP_K} {got} != unsharded {want}"
+
+
+@pytest.mark.slow
+def test_mine_corpus_pass_shards_a_checkpoint_model_in_worker_processes(bundle_parts):
+    """mine's corpus pass: 2 torch workers rebuilt from the checkpoint give the in-process encodings;
+    a model that is not the checkpoint's whole model (a teacher's channel) stays in process."""
+    from uniret.config.models import ModelConfig
+    from uniret.models.factory import build_model, load_model
+    from uniret.retrieval.encoding import TorchTextEncoder
+    from uniret.retrieval.sharded import encode_corpus
+    from uniret.stages.mine import _shard_spec
+
+    bundle, dataset, _ = bundle_parts
+    checkpoint = bundle.parents[1] / "warmup" / "model"
+    model, tokenizer = load_model(checkpoint)
+    cfg = model.model_config
+    encoder = TorchTextEncoder(model, tokenizer, 16, cfg.query_max_length, cfg.doc_max_length)
+    spec = _shard_spec(checkpoint, encoder)
+    assert spec is not None and spec.kind == "torch" and spec.batch_size == 16
+    other = build_model(ModelConfig(arch="splade", backbone="splade-tiny", query_max_length=16, doc_max_length=32))
+    assert _shard_spec(checkpoint, TorchTextEncoder(other, other.tokenizer, 16, 16, 32)) is None
+
+    docs = list(dataset.iter_corpus())[:120]
+    texts, ids = [d.contents for d in docs], [d.id for d in docs]
+    local = encoder.encode(texts, is_query=False)
+    sharded = encode_corpus(encoder, spec, texts, ids, shards=2, threads=1)
+    np.testing.assert_allclose(sharded.dense, local.dense, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(sharded.sparse.toarray(), local.sparse.toarray(), rtol=1e-4, atol=1e-5)
