@@ -1,6 +1,6 @@
 """The retraining DAG as a Kubeflow pipeline; compiled to pipelines/retrain.yaml.
 
-validate -> bm25 -> warmup -> mine -> reranker -> continual -> distill -> index -> evaluate
+validate -> bm25 -> warmup -> mine -> reranker -> continual -> distill -> index -> bench -> evaluate
 -> gate -> dsl.If(passed) -> promote, with report after evaluate (and after gate, whose
 decision it reads). Any ordered subset of the
 stages can be assembled (e.g. validate -> bm25 -> evaluate), so a prefix of the DAG runs alone.

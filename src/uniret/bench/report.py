@@ -57,7 +57,7 @@ def render_markdown(result: dict) -> str:
         f"run at {result['started_at']} in {result['seconds']} s.",
         "",
         f"Machine: {m['cpu_model']}, {m['cpu_cores']} cores ({m['cpu_cores_usable']} usable), "
-        f"{m['memory_gb']} GB, {m['os']}, Python {m['python']}.",
+        f"{m['memory_gb']} GB, {m['os']}, Python {m['python']}, faiss SIMD {m.get('faiss_simd', '?')}.",
         "Versions: " + ", ".join(f"{k} {v}" for k, v in result["versions"].items()) + ".",
         "",
         "## Targets (reported, not asserted)",
