@@ -50,6 +50,24 @@ def _skipped(section) -> str | None:
     return section.get("skipped") if isinstance(section, dict) else "not run"
 
 
+def _growth_lines(growth: dict) -> list[str]:
+    """Latency and bytes/doc per synthetic corpus size, with the dense index chosen at each."""
+    lines = ["", "## Cost as the corpus grows (synthetic corpora)", ""]
+    if _skipped(growth):
+        return lines + [f"skipped: {_skipped(growth)}"]
+    rows = growth["rows"]
+    modes, parts = list(rows[0]["modes"]), list(rows[0]["bytes_per_doc"])
+    lines += [growth["method"], "", f"{growth['queries']} real queries; {growth['real_docs']} real documents sampled.",
+              "", f"![growth]({growth['plot']})", ""]
+    lines += _table(["docs", *[f"{m} p50 ms" for m in modes], "dense chosen"],
+                    [[r["docs"], *[r["modes"][m]["p50_ms"] for m in modes], r["choice"]] for r in rows])
+    lines += [""]
+    lines += _table(["docs", *[f"{p} B/doc" for p in parts], *[f"{k} recall@10" for k in rows[0]["recall@10_vs_flat"]]],
+                    [[r["docs"], *[r["bytes_per_doc"][p] for p in parts], *r["recall@10_vs_flat"].values()]
+                     for r in rows])
+    return lines
+
+
 def render_markdown(result: dict) -> str:
     """The human-readable report."""
     m = result["machine"]
@@ -108,6 +126,7 @@ def render_markdown(result: dict) -> str:
         lines += _table(["N", "terms/doc", "bytes/doc", "lexical QPS", f"lexical {key}", "uni QPS", f"uni {key}"],
                         [[r["top_n"], r["mean_active_terms_doc"], r["bytes_per_doc_sparse"], r["lexical"]["qps"],
                           r["lexical"][key], r["uni"]["qps"], r["uni"][key]] for r in curve["rows"]])
+    lines += _growth_lines(result.get("growth") or {})
     http = result.get("http") or {}
     lines += ["", "## Serving over HTTP (uvicorn on 127.0.0.1)", ""]
     if _skipped(http):

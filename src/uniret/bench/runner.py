@@ -2,7 +2,7 @@
 
 Sections: modes (latency/QPS/nDCG per retrieval mode, BM25 as reference), encoders (torch eager vs
 ONNX Runtime: batch-1 query encoding, corpus docs/s), sizes (bytes per doc), top_n (sparsification
-curve) and http (a real uvicorn on 127.0.0.1 at each concurrency level). A section that cannot run
+curve), growth (latency and bytes/doc on synthetic 5k-500k corpora, uniret.bench.growth) and http (a real uvicorn on 127.0.0.1 at each concurrency level). A section that cannot run
 (e.g. no torch checkpoint) is recorded with the reason instead of failing the whole run.
 """
 
@@ -21,7 +21,7 @@ from uniret.config.serving import BenchConfig
 
 log = logging.getLogger("uniret.bench")
 
-SECTIONS = ("modes", "encoders", "sizes", "top_n", "http")
+SECTIONS = ("modes", "encoders", "sizes", "top_n", "http", "growth")
 
 
 def bench_queries(data_root: Path, cfg: BenchConfig) -> tuple[dict[str, str], dict]:
@@ -92,6 +92,7 @@ def run_bench(params: Params, bundle_dir: Path, data_root: Path, out_dir: Path, 
     `cfg` defaults to params `bench`; `serving_only` times only the encoder serving runs (ONNX
     queries), as the DAG's bench stage does.
     """
+    from uniret.bench.growth import growth_curve
     from uniret.bench.http_bench import http_latency
     from uniret.bench.modes import bench_modes
     from uniret.bench.sizes import index_sizes
@@ -122,6 +123,7 @@ def run_bench(params: Params, bundle_dir: Path, data_root: Path, out_dir: Path, 
     _guard(result, "sizes", skip, index_sizes, bundle_dir)
     _guard(result, "top_n", skip, top_n_curve, bundle, queries, qrels, cfg.top_n, cfg.k, cfg.eval_k,
            cfg.warmup_queries, cfg.threads)
+    _guard(result, "growth", skip, growth_curve, bundle, queries, cfg.growth, out_dir)
     _guard(result, "http", skip, http_latency, bundle_dir, params.path, params.profile, list(queries.values()),
            cfg.http, cfg.warmup_queries)
     parts = result["sizes"].get("parts", {})  # sizes may have failed: then no top-level byte figures

@@ -80,6 +80,30 @@ class HttpBenchConfig:
             raise ValueError("requests_per_level, max_seconds and startup_timeout_s must be positive")
 
 
+@dataclass
+class GrowthConfig:
+    """Cost as the corpus grows (uniret.bench.growth): synthetic corpora built from the bundle's vectors."""
+
+    sizes: list[int] = field(default_factory=lambda: [5_000, 50_000, 500_000])
+    queries: int = 50  # real queries, encoded once, searched batch 1 at every size
+    noise: float = 0.1  # dense: Gaussian noise x per-dimension std; sparse: log-normal sigma of impacts
+    swap_terms: float = 0.2  # fraction of a copied document's terms replaced (drawn by document frequency)
+    dense_types: list[str] = field(default_factory=lambda: ["flat", "hnsw", "ivfpq"])
+    hnsw_ef_construction: int = 64  # lower than serving's: HNSW build time dominates at 500k docs on 2 cores
+    min_recall: float = 0.95  # recall@10 vs Flat an approximate dense index must reach to be chosen
+    sparse_engines: list[str] = field(default_factory=lambda: ["seismic"])  # compared with the exact in-memory index
+    seismic_n_postings: int = 3500  # Seismic's posting-list cap (its default)
+    seismic_heap_factor: float = 0.9  # < 1 skips more blocks (faster, less exact)
+    seismic_max_docs: int = 50_000  # its index build (clustering + summaries) takes minutes per 10k docs here
+    seed: int = 13
+
+    def validate(self) -> None:
+        if not self.sizes or any(n <= 0 for n in self.sizes) or self.queries <= 0:
+            raise ValueError("sizes and queries must be positive")
+        if unknown := sorted(set(self.dense_types) - {"flat", "hnsw", "ivfpq"}):
+            raise ValueError(f"dense_types: unknown {unknown}; known: flat, hnsw, ivfpq")
+
+
 def _stage_http() -> HttpBenchConfig:
     return HttpBenchConfig(concurrency=[1, 16], requests_per_level=160, max_seconds=10.0, mode=None,
                            startup_timeout_s=120.0)
@@ -100,7 +124,7 @@ class BenchStageConfig:
     http: HttpBenchConfig = field(default_factory=_stage_http)
 
     def validate(self) -> None:
-        known = {"modes", "encoders", "sizes", "top_n", "http"}
+        known = {"modes", "encoders", "sizes", "top_n", "http", "growth"}
         if unknown := sorted(set(self.sections) - known):
             raise ValueError(f"sections: unknown {unknown}; known: {sorted(known)}")
         if self.max_queries <= 0 or self.encode_queries <= 0 or self.warmup_queries < 0:
@@ -126,6 +150,7 @@ class BenchConfig:
     http: HttpBenchConfig = field(default_factory=HttpBenchConfig)
     out_dir: str = "benchmarks/results"  # relative to the params file's folder
     stage: BenchStageConfig = field(default_factory=BenchStageConfig)  # the DAG stage's shorter run
+    growth: GrowthConfig = field(default_factory=GrowthConfig)
 
     def validate(self) -> None:
         if self.max_queries is not None and self.max_queries <= 0:
