@@ -24,6 +24,10 @@ class ServeConfig:
     workers: int = 1  # uvicorn processes; each loads the bundle and watches the pointer
     threads: int | None = None  # search threads per process (more requests wait in a queue); None: 4 per usable core
     onnx_threads: int | None = None  # intra-op threads of the ONNX query encoder; None: onnxruntime's choice
+    # OpenMP threads of one faiss search: concurrent requests already fill the cores, and OpenMP's
+    # spinning threads collapse when the cores are oversubscribed (Flat 50k x 128, batch 1, loaded
+    # 2-core box: 73 ms with 2 threads, 10 ms with 1). None: faiss' default (all cores)
+    faiss_threads: int | None = 1
     # dynamic micro-batching of query encoding across concurrent requests (uniret.serving.batcher):
     # one encoder call takes up to batch_max queries, a query waits at most batch_wait_ms for company
     batch_max: int = 16  # 1: no batching
@@ -42,7 +46,7 @@ class ServeConfig:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.default_k > self.max_k:
             raise ValueError(f"default_k ({self.default_k}) cannot exceed max_k ({self.max_k})")
-        for name in ("threads", "onnx_threads"):
+        for name in ("threads", "onnx_threads", "faiss_threads"):
             if getattr(self, name) is not None and getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive or null, got {getattr(self, name)}")
         if self.batch_wait_ms < 0 or self.request_timeout_s <= 0:

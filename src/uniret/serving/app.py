@@ -87,6 +87,10 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
     cfg = settings.serve
     source = settings.source
     metrics = ServingMetrics()
+    if cfg.faiss_threads is not None:
+        from uniret.retrieval.faiss_loader import faiss
+
+        faiss.omp_set_num_threads(cfg.faiss_threads)  # process-wide: this process only serves
     default_loader = bundle_loader(cfg.onnx_threads, settings.retrieval, cfg.batch_max, cfg.batch_wait_ms,
                                    cfg.request_timeout_s)
     state = ServingState(loader or default_loader, cfg.probe_query, cfg.default_mode)
