@@ -136,3 +136,16 @@ def test_batching_encoder_returns_each_query_its_own_rows():
 def test_split_encoded_keeps_missing_heads_missing():
     rows = split_encoded(EncodedTexts(dense=np.ones((3, 2), dtype=np.float32)))
     assert [len(r) for r in rows] == [1, 1, 1] and all(r.sparse is None and r.gate is None for r in rows)
+
+
+def test_several_workers_share_the_queue_and_all_stop():
+    fn = Recorder(delay_s=0.01)
+    batcher = MicroBatcher(fn, max_batch=3, max_wait_s=0.01, workers=3)
+    try:
+        with ThreadPoolExecutor(12) as pool:
+            results = list(pool.map(lambda i: batcher.submit(i, timeout_s=30), range(60)))
+    finally:
+        batcher.close()
+    assert results == [10 * i + 1 for i in range(60)]
+    assert max(len(b) for b in fn.batches) <= 3 and sorted(i for b in fn.batches for i in b) == list(range(60))
+    assert not any(t.is_alive() for t in batcher._threads)

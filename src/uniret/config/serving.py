@@ -29,9 +29,12 @@ class ServeConfig:
     # 2-core box: 73 ms with 2 threads, 10 ms with 1). None: faiss' default (all cores)
     faiss_threads: int | None = 1
     # dynamic micro-batching of query encoding across concurrent requests (uniret.serving.batcher):
-    # one encoder call takes up to batch_max queries, a query waits at most batch_wait_ms for company
-    batch_max: int = 16  # 1: no batching
+    # one encoder call takes up to batch_max queries, a query waits at most batch_wait_ms for company,
+    # batch_workers batches run at once. Off by default: on the loaded 2-core box, 8 request threads
+    # encoding directly (ORT runs concurrently) out-ran every batched setting (SPLADE-tiny, 16 clients)
+    batch_max: int = 1  # 1: no batching
     batch_wait_ms: float = 2.0
+    batch_workers: int = 2
     request_timeout_s: float = 10.0  # a /search slower than this answers 504
     admin_token: str | None = None  # the env var named by registry.token_env takes precedence
     probe_query: str = "protein folding in cells"  # run on every mode before a bundle goes live
@@ -41,7 +44,8 @@ class ServeConfig:
     def validate(self) -> None:
         if not 0 < self.port < 65536:
             raise ValueError(f"port must be in 1..65535, got {self.port}")
-        for name in ("max_k", "default_k", "max_query_chars", "max_body_bytes", "workers", "batch_max"):
+        for name in ("max_k", "default_k", "max_query_chars", "max_body_bytes", "workers", "batch_max",
+                     "batch_workers"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.default_k > self.max_k:

@@ -92,14 +92,15 @@ class MemoryImpactIndex:
         pos = np.arange(total, dtype=np.int64) + offsets
         products = self.postings.data[pos] * np.repeat(impacts, lengths)
         docs = self.postings.indices[pos]
-        scale = self.quant * self.quant
+        # times the reciprocal, as scipy divides a sparse matrix by a scalar: bit-identical to `scores`
+        scale = 1.0 / (self.quant * self.quant)
         n_docs = len(self.docids)
         if total * SPARSE_ACCUMULATE < n_docs:  # few postings: sort them, never touch the whole corpus
             rows, inverse = np.unique(docs, return_inverse=True)
-            return rows.astype(np.int64), np.bincount(inverse, weights=products) / scale
+            return rows.astype(np.int64), np.bincount(inverse, weights=products) * scale
         acc = np.bincount(docs, weights=products, minlength=n_docs)  # one pass over a corpus-wide accumulator
         rows = np.flatnonzero(acc)
-        return rows, acc[rows] / scale
+        return rows, acc[rows] * scale
 
     def top_k_arrays(self, query_weights: sp.csr_matrix, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per query: (doc rows, scores) of its k best docs with a positive score, best first
@@ -159,7 +160,8 @@ class LuceneImpactIndex:
             if query_impacts.indptr[i + 1] > query_impacts.indptr[i]
         }
         raw = searcher.search(queries, k, progress=False) if queries else {}
-        scale = self.quant * self.quant
+        # times the reciprocal, as scipy divides a sparse matrix by a scalar: bit-identical to `scores`
+        scale = 1.0 / (self.quant * self.quant)
         return {qid: {d: s / scale for d, s in raw.get(qid, {}).items()} for qid in qids}
 
     def close(self) -> None:

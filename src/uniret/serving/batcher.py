@@ -41,17 +41,20 @@ class MicroBatcher(Generic[T, R]):
     """
 
     def __init__(self, fn: Callable[[list[T]], Sequence[R]], max_batch: int, max_wait_s: float,
-                 name: str = "uniret-batcher"):
-        if max_batch <= 0 or max_wait_s < 0:
-            raise ValueError(f"max_batch must be positive and max_wait_s >= 0, got {max_batch}, {max_wait_s}")
+                 name: str = "uniret-batcher", workers: int = 1):
+        if max_batch <= 0 or max_wait_s < 0 or workers <= 0:
+            raise ValueError(f"max_batch and workers must be positive and max_wait_s >= 0, got {max_batch}, "
+                             f"{workers}, {max_wait_s}")
         self.fn = fn
         self.max_batch = max_batch
         self.max_wait_s = max_wait_s
         self._queue: queue.Queue = queue.Queue()
         self._closed = False
-        self.batch_sizes: list[int] = []  # every batch run, in order (for tests and metrics)
-        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
-        self._thread.start()
+        self.batch_sizes: list[int] = []  # every batch run, in order of completion (for tests and metrics)
+        # several workers overlap one batch's Python work (tokenising, splitting) with another's encoding
+        self._threads = [threading.Thread(target=self._loop, name=f"{name}-{i}", daemon=True) for i in range(workers)]
+        for t in self._threads:
+            t.start()
 
     def submit(self, item: T, timeout_s: float | None = None) -> R:
         """Queue `item`, wait for its result."""
@@ -80,6 +83,7 @@ class MicroBatcher(Generic[T, R]):
         while True:
             first = self._queue.get()
             if first is _STOP:
+                self._queue.put(_STOP)
                 return
             batch = self._gather(first)
             futures = [f for _, f in batch]
@@ -96,10 +100,11 @@ class MicroBatcher(Generic[T, R]):
                 f.set_result(r)
 
     def close(self) -> None:
-        """Finish queued work, then stop the batching thread."""
+        """Finish queued work, then stop the batching threads."""
         self._closed = True
-        self._queue.put(_STOP)
-        self._thread.join()
+        self._queue.put(_STOP)  # each worker puts it back for the next one as it stops
+        for t in self._threads:
+            t.join()
 
 
 def split_encoded(enc: EncodedTexts) -> list[EncodedTexts]:
@@ -114,12 +119,13 @@ def split_encoded(enc: EncodedTexts) -> list[EncodedTexts]:
 class BatchingQueryEncoder:
     """A TextEncoder whose single-query encodings are micro-batched across threads."""
 
-    def __init__(self, encoder: TextEncoder, max_batch: int, max_wait_s: float, timeout_s: float | None = None):
+    def __init__(self, encoder: TextEncoder, max_batch: int, max_wait_s: float, timeout_s: float | None = None,
+                 workers: int = 1):
         self.encoder = encoder
         self.timeout_s = timeout_s
         self.batcher: MicroBatcher[str, EncodedTexts] = MicroBatcher(
             lambda texts: split_encoded(encoder.encode(texts, is_query=True)), max_batch, max_wait_s,
-            name="uniret-query-batcher")
+            name="uniret-query-batcher", workers=workers)
 
     def encode(self, texts: Sequence[str], is_query: bool) -> EncodedTexts:
         if not is_query or len(texts) != 1:

@@ -84,7 +84,7 @@ class BundleSource:
 
 
 def bundle_loader(onnx_threads: int | None, backend_cfg=None, batch_max: int = 1, batch_wait_ms: float = 0.0,
-                  timeout_s: float | None = None):
+                  timeout_s: float | None = None, batch_workers: int = 1):
     """A loader for ServingState: {mode: Searcher} of a bundle folder (its own retrieval params;
     the lexical backend from `backend_cfg`, the serving process's retrieval params, when given).
     With `batch_max` > 1 the query encoder is micro-batched across concurrent requests."""
@@ -97,7 +97,7 @@ def bundle_loader(onnx_threads: int | None, backend_cfg=None, batch_max: int = 1
         bundle = open_bundle(path, None, onnx_threads, backend_cfg)
         encoder = bundle.encoder
         if encoder is not None and batch_max > 1:
-            encoder = BatchingQueryEncoder(encoder, batch_max, batch_wait_ms / 1000.0, timeout_s)
+            encoder = BatchingQueryEncoder(encoder, batch_max, batch_wait_ms / 1000.0, timeout_s, batch_workers)
         return build_searchers(bundle.index, bundle.retrieval, encoder, bundle.bm25, bundle.has_gate)
 
     return load
