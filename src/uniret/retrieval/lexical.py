@@ -160,8 +160,7 @@ class LuceneImpactIndex:
             if query_impacts.indptr[i + 1] > query_impacts.indptr[i]
         }
         raw = searcher.search(queries, k, progress=False) if queries else {}
-        # times the reciprocal, as scipy divides a sparse matrix by a scalar: bit-identical to `scores`
-        scale = 1.0 / (self.quant * self.quant)
+        scale = self.quant * self.quant
         return {qid: {d: s / scale for d, s in raw.get(qid, {}).items()} for qid in qids}
 
     def close(self) -> None:
