@@ -42,6 +42,10 @@ COMMAND_MODULES = [
     "uniret.commands.export_cmd",
 ]
 
+# stages run by the command of the same name with --stage (`uniret bench --stage`): the command
+# keeps the full report, the stage is its short run on the candidate bundle
+COMMAND_STAGES = {"bench"}
+
 
 # Stage subcommands with flags of their own: module -> it defines `extend_parser(parser)`.
 STAGE_EXTENSIONS = {"evaluate": "uniret.commands.evaluate_cmd"}
@@ -55,11 +59,12 @@ def add_common_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--artifacts", default=None, help="artifacts folder (default: $UNIRET_ARTIFACTS, then ./artifacts)")
 
 
-def run_stage_command(args: argparse.Namespace) -> int:
+def run_stage_command(args: argparse.Namespace, stage: str | None = None) -> int:
+    """Run `stage` (default: the subcommand's) with the common arguments."""
     from uniret.stages.runtime import make_context, run_stage
 
     ctx = make_context(args.params, args.profile, args.data, args.artifacts)
-    run_stage(args.stage, ctx)
+    run_stage(stage or args.stage, ctx)
     return 0
 
 
@@ -73,6 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
     sub = parser.add_subparsers(dest="command", metavar="<command>")
     for stage in STAGES:
+        if stage in COMMAND_STAGES:
+            continue
         p = sub.add_parser(stage, help=STAGE_HELP[stage], description=STAGE_HELP[stage])
         add_common_args(p)
         p.set_defaults(func=run_stage_command, stage=stage)

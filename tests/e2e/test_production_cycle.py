@@ -12,7 +12,7 @@ BEFORE the first run, follows every pointer change through /admin/reload without
 4. after a second, healthy promotion `uniret rollback` restores the first bundle and serving follows;
 5. `dvc repro evaluate` (the whole DAG up to evaluate) writes the same metrics as the kfp run of 1.
 
-Runs 3-4 re-run the DAG's suffix index -> evaluate -> gate -> promote on the first run's training
+Runs 3-4 re-run the DAG's suffix index -> bench -> evaluate -> gate -> promote on the first run's training
 outputs (the DAG builder takes a stage list): the full DAG once keeps the module within minutes.
 Evaluation is on SciFact only (data.eval_datasets in the test's params) for the same reason.
 """
@@ -46,7 +46,7 @@ CLI_TIMEOUT_S = 120.0  # rollback and other short commands
 SERVE_START_TIMEOUT_S = 300.0
 COLLAPSING_QUANT = 0.01  # impacts round(quant * w) with w of a few units: all 0
 HEALTHY_TOP_N = 64  # second candidate: top-64 terms per doc (a different, healthy bundle)
-SUFFIX = ["index", "evaluate", "gate", "promote"]
+SUFFIX = ["index", "bench", "evaluate", "gate", "promote"]
 
 
 def _cli(args: list[str], cwd: Path, log: Path, timeout_s: float, env: dict[str, str] | None = None) -> str:

@@ -116,13 +116,50 @@ def test_cold_start_applies_absolute_and_bm25_rules_only():
     assert check.status == "fail" and check.threshold == 0.5 and "scifact" in check.reason
 
 
-def test_missing_bench_file_is_a_skipped_check_with_its_reason():
-    reason = "bench results not found at /x/benchmarks/results/bench.json"
+def test_missing_bench_output_blocks_a_budgeted_candidate_with_its_reason():
+    reason = "bench stage results not found at /x/artifacts/bench/bench.json"
     decision = decide(_cfg(), _inputs(bench=None, absent={"bench": reason}))
     check = _by(decision, "latency_p95_ms")
-    assert check.status == "skipped" and check.reason == reason
-    assert decision.passed  # skipped checks do not block...
-    assert check.passed is None  # ...and are not counted as passes
+    assert check.status == "fail" and check.reason == f"cannot be measured: {reason}"
+    assert not decision.passed
+    # index sizes still come from the bundle's own metrics
+    assert _by(decision, "index_bytes_per_doc_dense").status == "pass"
+    unbudgeted = decide(_cfg(max_latency_p95_ms=None), _inputs(bench=None, absent={"bench": reason}))
+    assert _by(unbudgeted, "latency_p95_ms").status == "skipped" and unbudgeted.passed
+
+
+@pytest.mark.parametrize(("bench", "expected"), [
+    ({"modes": {"skipped": "failed: RuntimeError: boom"}}, "bench section 'modes' failed: RuntimeError: boom"),
+    ({"modes": {"uni": {"skipped": "mode not offered by this bundle"}}}, "bench mode 'uni': mode not offered"),
+    ({"modes": {"bm25": {"p95_ms": 6.0}, "dense": {"p95_ms": 9.0}}},
+     "served mode 'uni' missing from the bench figures (modes: bm25, dense)"),
+])
+def test_unmeasurable_latency_blocks_with_the_reason(bench, expected):
+    decision = decide(_cfg(), _inputs(bench=bench))
+    check = _by(decision, "latency_p95_ms")
+    assert check.status == "fail" and expected in check.reason, check.reason
+    assert [c.name for c in decision.failures] == ["latency_p95_ms"]
+
+
+def test_clear_candidate_is_budgeted_on_its_own_mode():
+    metrics = copy.deepcopy(CANDIDATE)
+    for systems in [*metrics["datasets"].values(), metrics["macro"]]:
+        systems["clear"] = systems["uni"]
+    slow = {"modes": {"uni": {"p95_ms": 5.0}, "clear": {"p95_ms": 900.0}}}
+    decision = decide(_cfg(candidate_system="clear"), _inputs(metrics=metrics, production=None, bench=slow))
+    check = _by(decision, "latency_p95_ms")
+    assert check.status == "fail" and check.value == 900.0 and "'clear'" in check.reason
+
+
+def test_unmeasurable_index_size_blocks():
+    sizes_failed = {**BENCH, "sizes": {"skipped": "failed: OSError: gone"}}
+    decision = decide(_cfg(), _inputs(index={"mean_active_terms_doc": 120.0}, bench=sizes_failed))
+    check = _by(decision, "index_bytes_per_doc_dense")
+    assert check.status == "fail" and "bench section 'sizes' failed: OSError: gone" in check.reason
+    assert "index bundle metrics have no bytes_per_doc_dense" in check.reason
+    # the bench stage's sizes answer when the bundle manifest does not
+    measured = {**BENCH, "sizes": {"parts": {}}, "bytes_per_doc_dense": 1536.0, "bytes_per_doc_sparse": 800.0}
+    assert decide(_cfg(), _inputs(index={"mean_active_terms_doc": 120.0}, bench=measured)).passed
 
 
 def test_missing_index_manifest_skips_sparsity_with_reason():

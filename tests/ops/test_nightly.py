@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from uniret.config.recipes import EVAL_MODES
 from uniret.ops.nightly import EXIT_BLOCKED, EXIT_FAILED, EXIT_LOCKED, EXIT_PROMOTED, run_nightly
 from uniret.registry.pointer import read_pointer
 from uniret.stages.runtime import make_context
@@ -33,12 +34,16 @@ def _metrics(uni_sci: float, uni_nf: float) -> dict:
 
 
 def _upstream(artifacts: Path, metrics: dict) -> None:
-    for stage in ("validate", "index", "evaluate"):
+    for stage in ("validate", "index", "bench", "evaluate"):
         (artifacts / stage).mkdir(parents=True, exist_ok=True)
         (artifacts / stage / "manifest.json").write_text(json.dumps({"inputs": {"x": "h"}}))
     (artifacts / "evaluate" / "metrics.json").write_text(json.dumps(metrics))
     (artifacts / "index" / "bundle").mkdir(exist_ok=True)
     (artifacts / "index" / "bundle" / "manifest.json").write_text(json.dumps({"metrics": {"mean_active_terms_doc": 50}}))
+    # the bench stage's figures: every mode a recipe may serve, well inside the cpu budgets
+    bench = {"modes": {mode: {"p95_ms": 20.0} for mode in EVAL_MODES}, "bytes_per_doc_dense": 1536.0,
+             "bytes_per_doc_sparse": 900.0}
+    (artifacts / "bench" / "bench.json").write_text(json.dumps(bench))
 
 
 @pytest.fixture

@@ -78,3 +78,36 @@ def test_gated_mode_needs_a_gate(encoded_slice, impacts):
     uni = UniSearcher(impacts, encoded_slice.docs.dense, candidates=10, gated=True)
     with pytest.raises(ValueError, match="query-side gate"):
         uni.search_batch(encoded_slice.batch, 5)
+
+
+@pytest.mark.parametrize("max_rows", [7, 10_000])  # candidates of several queries per gather, or one group
+def test_vectorised_rescoring_equals_exhaustive_scoring_of_both_heads(encoded_slice, impacts, max_rows):
+    """The gather + matvec rescoring and the posting-array lexical scores equal full [queries, docs]
+    scoring of each head, read at every query's candidates."""
+    from uniret.retrieval.uni import rescore
+
+    enc = encoded_slice.batch.encoded
+    candidates = impacts.top_k_arrays(enc.sparse, 8)
+    dense = rescore(impacts_vectors := np.ascontiguousarray(encoded_slice.docs.dense, dtype=np.float32),
+                    [rows for rows, _ in candidates], np.ascontiguousarray(enc.dense, dtype=np.float32), max_rows)
+    full_dense = enc.dense.astype(np.float64) @ impacts_vectors.T.astype(np.float64)
+    full_lex = impacts.scores(enc.sparse).toarray()
+    assert sum(len(r) for r, _ in candidates) > 8  # several queries with candidates
+    for i, (rows, lex) in enumerate(candidates):
+        np.testing.assert_allclose(dense[i], full_dense[i, rows], rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(lex, full_lex[i, rows])  # integer impacts: exact in float64
+        touched = np.flatnonzero(full_lex[i] > 0)
+        assert set(rows.tolist()) <= set(touched.tolist())
+
+
+def test_posting_arrays_touch_exactly_the_docs_with_a_score(encoded_slice, impacts):
+    from uniret.retrieval.sparse import quantize
+
+    q = quantize(encoded_slice.batch.encoded.sparse, QUANT)
+    full = impacts.scores(encoded_slice.batch.encoded.sparse).toarray()
+    for i in range(q.shape[0]):
+        lo, hi = q.indptr[i], q.indptr[i + 1]
+        rows, scores = impacts.touched(q.indices[lo:hi].astype(np.int64), q.data[lo:hi].astype(np.float64))
+        nonzero = scores != 0
+        np.testing.assert_array_equal(rows[nonzero], np.flatnonzero(full[i]))
+        np.testing.assert_array_equal(scores[nonzero], full[i][full[i] != 0])

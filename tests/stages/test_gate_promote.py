@@ -29,12 +29,15 @@ def metrics_json(scifact: float, nfcorpus: float) -> dict:
     }
 
 
-def write_upstream(artifacts: Path, metrics: dict, active_terms: float = 80.0, payload: str = "v1") -> None:
-    """What validate, index and evaluate leave behind, reduced to what gate/promote read."""
-    for stage in ("validate", "index", "evaluate"):
+def write_upstream(artifacts: Path, metrics: dict, active_terms: float = 80.0, payload: str = "v1",
+                   uni_p95_ms: float | None = 20.0) -> None:
+    """What validate, index, bench and evaluate leave behind, reduced to what gate/promote read."""
+    for stage in ("validate", "index", "bench", "evaluate"):
         (artifacts / stage).mkdir(parents=True, exist_ok=True)
         (artifacts / stage / "manifest.json").write_text(json.dumps({"stage": stage, "inputs": {"x": "h"}}))
     (artifacts / "evaluate" / "metrics.json").write_text(json.dumps(metrics))
+    modes = {"bm25": {"p95_ms": 5.0}, **({"uni": {"p95_ms": uni_p95_ms}} if uni_p95_ms is not None else {})}
+    (artifacts / "bench" / "bench.json").write_text(json.dumps({"modes": modes}))
     bundle = artifacts / "index" / "bundle"
     bundle.mkdir(exist_ok=True)
     (bundle / "manifest.json").write_text(json.dumps({"metrics": {"mean_active_terms_doc": active_terms}}))
@@ -65,7 +68,7 @@ def test_cold_start_passes_and_promotes_with_lineage(ctx, tmp_path):
     assert checks[("no_regression", None)]["status"] == "skipped"
     assert "cold start" in checks[("no_regression", None)]["reason"]
     latency = checks[("latency_p95_ms", None)]
-    assert latency["status"] == "skipped" and str(tmp_path / "benchmarks/results/bench.json") in latency["reason"]
+    assert latency["status"] == "pass" and latency["value"] == 20.0 and "(bench)" in latency["reason"]
     assert "# Gate decision: PASSED" in (ctx.stage_dir("gate") / "decision.md").read_text()
 
     result = promote_stage.run(ctx)
@@ -110,3 +113,20 @@ def test_gate_without_evaluate_outputs_is_an_error(ctx):
     with pytest.raises(FileNotFoundError, match="evaluate"):
         gate_stage.run(ctx)
     assert not ctx.stage_dir("gate").exists()
+
+
+def test_latency_budget_reads_the_bench_stage_and_blocks_when_unmeasured(ctx):
+    write_upstream(ctx.artifacts, metrics_json(0.70, 0.33), uni_p95_ms=250.0)
+    assert gate_stage.run(ctx)["passed"] is False
+    failed = {c["name"]: c for c in decision_of(ctx)["checks"] if c["status"] == "fail"}
+    assert set(failed) == {"latency_p95_ms"} and failed["latency_p95_ms"]["value"] == 250.0
+
+    write_upstream(ctx.artifacts, metrics_json(0.70, 0.33), uni_p95_ms=None)  # served mode not measured
+    assert gate_stage.run(ctx)["passed"] is False
+    reason = next(c["reason"] for c in decision_of(ctx)["checks"] if c["name"] == "latency_p95_ms")
+    assert reason.startswith("cannot be measured: served mode 'uni' missing from the bench figures")
+
+    (ctx.artifacts / "bench" / "bench.json").unlink()  # the bench stage never ran
+    assert gate_stage.run(ctx)["passed"] is False
+    reason = next(c["reason"] for c in decision_of(ctx)["checks"] if c["name"] == "latency_p95_ms")
+    assert "bench stage results not found" in reason and str(ctx.stage_dir("bench")) in reason

@@ -14,13 +14,24 @@ from uniret.config.serving import HttpBenchConfig
 log = logging.getLogger("uniret.bench")
 
 
+def rss_mb(pid: int) -> float | None:
+    """Resident memory of process `pid` in MB (Linux /proc), None where unavailable."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024.0, 1)
+    except OSError:
+        return None
+    return None
+
+
 def http_latency(bundle_dir: Path, params: Path, profile: str | None, queries: list[str], cfg: HttpBenchConfig,
                  warmup: int) -> dict:
     """{clients: latency summary + failures} per concurrency level, against one server process."""
     texts = list(islice(cycle(queries), max(len(queries), 1)))
 
     def body(i: int) -> dict:
-        return {"query": texts[i % len(texts)], "mode": cfg.mode, "k": cfg.k}
+        return {"query": texts[i % len(texts)], "mode": cfg.mode, "k": cfg.k}  # mode None: the served default
 
     out: dict = {"mode": cfg.mode, "k": cfg.k, "host": LOOPBACK, "levels": {}}
     with LocalServer(["--bundle", str(bundle_dir)], params, profile) as server:
@@ -29,6 +40,8 @@ def http_latency(bundle_dir: Path, params: Path, profile: str | None, queries: l
         for clients in cfg.concurrency:
             result = run_load(LOOPBACK, server.port, clients, body, cfg.requests_per_level, cfg.max_seconds)
             summary = latency_summary(result.latencies, result.wall_seconds)
-            out["levels"][str(clients)] = {**summary, "failed": result.failed, "errors": result.errors[:5]}
+            # server memory right after the level, while its buffers and threads are still warm
+            out["levels"][str(clients)] = {**summary, "failed": result.failed, "errors": result.errors[:5],
+                                           "server_rss_mb": rss_mb(server.proc.pid)}
             log.info("http %d clients: %s", clients, out["levels"][str(clients)])
     return out

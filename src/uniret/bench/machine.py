@@ -28,7 +28,9 @@ def _memory_bytes() -> int | None:
 
 
 def machine_info() -> dict:
-    """CPU model, logical cores (and those this process may use), memory, OS, Python."""
+    """CPU model, logical cores (and those this process may use), memory, OS, Python, faiss' SIMD level."""
+    from uniret.retrieval.faiss_loader import simd_level
+
     mem = _memory_bytes()
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {
@@ -38,6 +40,7 @@ def machine_info() -> dict:
         "memory_gb": round(mem / 2**30, 1) if mem else None,
         "os": f"{platform.system()} {platform.release()}",
         "python": platform.python_version(),
+        "faiss_simd": simd_level(),
     }
 
 

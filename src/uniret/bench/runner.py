@@ -2,7 +2,7 @@
 
 Sections: modes (latency/QPS/nDCG per retrieval mode, BM25 as reference), encoders (torch eager vs
 ONNX Runtime: batch-1 query encoding, corpus docs/s), sizes (bytes per doc), top_n (sparsification
-curve) and http (a real uvicorn on 127.0.0.1 at each concurrency level). A section that cannot run
+curve), growth (latency and bytes/doc on synthetic 5k-500k corpora, uniret.bench.growth) and http (a real uvicorn on 127.0.0.1 at each concurrency level). A section that cannot run
 (e.g. no torch checkpoint) is recorded with the reason instead of failing the whole run.
 """
 
@@ -21,7 +21,7 @@ from uniret.config.serving import BenchConfig
 
 log = logging.getLogger("uniret.bench")
 
-SECTIONS = ("modes", "encoders", "sizes", "top_n", "http")
+SECTIONS = ("modes", "encoders", "sizes", "top_n", "http", "growth")
 
 
 def bench_queries(data_root: Path, cfg: BenchConfig) -> tuple[dict[str, str], dict]:
@@ -38,7 +38,8 @@ def bench_queries(data_root: Path, cfg: BenchConfig) -> tuple[dict[str, str], di
 
 
 def _encoders_section(bundle, cfg: BenchConfig, queries: dict[str, str], data_root: Path,
-                      checkpoint: Path | None) -> dict:
+                      checkpoint: Path | None, serving_only: bool = False) -> dict:
+    """Query (batch 1) and corpus encoding per encoder; `serving_only`: the ONNX query encoder alone."""
     from uniret.bench.encoders import corpus_encoding, load_torch_encoder, onnx_encoder, query_encoding
     from uniret.data.roots import open_dataset
 
@@ -47,6 +48,10 @@ def _encoders_section(bundle, cfg: BenchConfig, queries: dict[str, str], data_ro
                                      cfg.threads)}
     out: dict = {}
     ckpt = checkpoint or Path(bundle.manifest.get("model", {}).get("checkpoint") or "")
+    if serving_only:
+        picked = dict(islice(queries.items(), cfg.encode_queries))
+        return {"query_batch1": query_encoding(encoders, picked, cfg.warmup_queries), "threads": cfg.threads,
+                "torch_skipped": "serving encoder only (bench stage)"}
     if checkpoint is None and not str(ckpt):
         out["torch_skipped"] = "the bundle manifest names no checkpoint; pass --checkpoint"
     elif not (ckpt / "uniret_model.json").is_file():
@@ -81,8 +86,13 @@ def _guard(result: dict, name: str, skip: set[str], fn, *args) -> None:
 
 
 def run_bench(params: Params, bundle_dir: Path, data_root: Path, out_dir: Path, checkpoint: Path | None = None,
-              skip: set[str] | None = None) -> dict:
-    """Run every section on `bundle_dir`; write bench.json and bench.md into `out_dir`; return the result."""
+              skip: set[str] | None = None, cfg: BenchConfig | None = None, serving_only: bool = False) -> dict:
+    """Run every section on `bundle_dir`; write bench.json and bench.md into `out_dir`; return the result.
+
+    `cfg` defaults to params `bench`; `serving_only` times only the encoder serving runs (ONNX
+    queries), as the DAG's bench stage does.
+    """
+    from uniret.bench.growth import growth_curve
     from uniret.bench.http_bench import http_latency
     from uniret.bench.modes import bench_modes
     from uniret.bench.sizes import index_sizes
@@ -91,8 +101,13 @@ def run_bench(params: Params, bundle_dir: Path, data_root: Path, out_dir: Path, 
     from uniret.retrieval.modes import build_searchers
     from uniret.serving.source import bundle_version
 
-    cfg: BenchConfig = params.section("bench")
+    cfg = cfg or params.section("bench")
     skip = set(skip or ())
+    faiss_threads = params.section("serve").faiss_threads
+    if faiss_threads is not None:  # in-process modes are timed with the threads serving uses
+        from uniret.retrieval.faiss_loader import faiss
+
+        faiss.omp_set_num_threads(faiss_threads)
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     start = time.perf_counter()
     queries, qrels = bench_queries(data_root, cfg)
@@ -109,13 +124,14 @@ def run_bench(params: Params, bundle_dir: Path, data_root: Path, out_dir: Path, 
     }
     _guard(result, "modes", skip, bench_modes, searchers, cfg.modes, queries, qrels, cfg.k, cfg.eval_k,
            cfg.warmup_queries)
-    _guard(result, "encoders", skip, _encoders_section, bundle, cfg, queries, data_root, checkpoint)
+    _guard(result, "encoders", skip, _encoders_section, bundle, cfg, queries, data_root, checkpoint, serving_only)
     _guard(result, "sizes", skip, index_sizes, bundle_dir)
     _guard(result, "top_n", skip, top_n_curve, bundle, queries, qrels, cfg.top_n, cfg.k, cfg.eval_k,
            cfg.warmup_queries, cfg.threads)
+    _guard(result, "growth", skip, growth_curve, bundle, queries, cfg.growth, out_dir)
     _guard(result, "http", skip, http_latency, bundle_dir, params.path, params.profile, list(queries.values()),
            cfg.http, cfg.warmup_queries)
-    parts = result["sizes"].get("parts", {})
+    parts = result["sizes"].get("parts", {})  # sizes may have failed: then no top-level byte figures
     for kind, part in (("dense", "dense.faiss"), ("sparse", "impact")):
         if part in parts:  # top-level keys the promotion gate reads (evaluation.gate.budget_checks)
             result[f"bytes_per_doc_{kind}"] = parts[part]["bytes_per_doc"]

@@ -6,6 +6,10 @@ import argparse
 
 
 def _bench(args: argparse.Namespace) -> int:
+    if args.dag_stage:
+        from uniret.cli import run_stage_command
+
+        return run_stage_command(args, "bench")
     from uniret.bench.runner import run_from_args
 
     return run_from_args(args)
@@ -27,6 +31,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--checkpoint", default=None,
                    help="torch checkpoint for the torch-vs-ONNX figures (default: the one named in the bundle manifest)")
     p.add_argument("--out", default=None, help="output folder (default: bench.out_dir)")
-    p.add_argument("--skip", action="append", default=[], choices=["modes", "encoders", "sizes", "top_n", "http"],
+    p.add_argument("--skip", action="append", default=[], choices=["modes", "encoders", "sizes", "top_n", "http", "growth"],
                    help="leave a section out (repeatable); it is recorded as skipped")
+    p.add_argument("--stage", dest="dag_stage", action="store_true",
+                   help="run the DAG's bench stage instead: a short run (params bench.stage) on artifacts/index/bundle "
+                        "-> artifacts/bench/bench.json, the figures the gate budgets")
     p.set_defaults(func=_bench)

@@ -11,7 +11,9 @@ class GateConfig:
     """Thresholds of the gate (see uniret.evaluation.gate for how each is checked).
 
     Metric values are absolute (e.g. nDCG@10 in [0, 1]); a `None` budget turns its check into an
-    explicit "skipped: no budget configured" entry of the decision, never a silent pass.
+    explicit "skipped: no budget configured" entry of the decision, never a silent pass. Latency and
+    index-size budgets are read from the bench stage's figures of the candidate (artifacts/bench);
+    a configured budget those figures cannot answer blocks the candidate.
     """
 
     # a system key of evaluate's metrics.json ("uni", "clear", "unifier/hybrid", ...); None: the bundle
@@ -30,7 +32,6 @@ class GateConfig:
     latency_mode: str | None = None  # bench mode to budget; None: the candidate's mode ("a/b" -> "b")
     max_bytes_per_doc_dense: float | None = None
     max_bytes_per_doc_sparse: float | None = None
-    bench_file: str = "benchmarks/results/bench.json"  # relative to the params file's folder
 
     def validate(self) -> None:
         if self.max_regression < 0:

@@ -127,12 +127,27 @@ class ParityConfig:
 
 
 @dataclass
+class QuantizeConfig:
+    """int8 dynamic quantisation of the query encoder (uniret.export.quantize): used only when the
+    int8 graph's per-query cosine to the fp32 graph reaches `min_cosine` on the parity queries."""
+
+    enabled: bool = True
+    min_cosine: float = 0.999
+    per_channel: bool = False
+
+    def validate(self) -> None:
+        if not 0.0 < self.min_cosine <= 1.0:
+            raise ValueError(f"min_cosine must be in (0, 1], got {self.min_cosine}")
+
+
+@dataclass
 class ExportConfig:
     """torch -> ONNX export of the query and document encoders."""
 
     opset: int = 18
     dynamo: bool = True  # STACK.md: dynamo (opset 18) and the legacy exporter both work
     parity: ParityConfig = field(default_factory=ParityConfig)
+    quantize: QuantizeConfig = field(default_factory=QuantizeConfig)
 
 
 @dataclass

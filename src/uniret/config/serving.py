@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+
+THREADS_PER_CORE = 4  # search threads per usable core when serve.threads is null
 
 
 @dataclass
@@ -19,8 +22,20 @@ class ServeConfig:
     # else uni; a mode the bundle does not offer falls back to the first offered (logged)
     default_mode: str | None = None
     workers: int = 1  # uvicorn processes; each loads the bundle and watches the pointer
-    threads: int = 4  # search threads per process (requests beyond this wait in a queue)
+    threads: int | None = None  # search threads per process (more requests wait in a queue); None: 4 per usable core
     onnx_threads: int | None = None  # intra-op threads of the ONNX query encoder; None: onnxruntime's choice
+    # OpenMP threads of one faiss search: concurrent requests already fill the cores, and OpenMP's
+    # spinning threads collapse when the cores are oversubscribed (Flat 50k x 128, batch 1, loaded
+    # 2-core box: 73 ms with 2 threads, 10 ms with 1). None: faiss' default (all cores)
+    faiss_threads: int | None = 1
+    # dynamic micro-batching of query encoding across concurrent requests (uniret.serving.batcher):
+    # one encoder call takes up to batch_max queries, a query waits at most batch_wait_ms for company,
+    # batch_workers batches run at once. Off by default: on the loaded 2-core box, 8 request threads
+    # encoding directly (ORT runs concurrently) out-ran every batched setting (SPLADE-tiny, 16 clients)
+    batch_max: int = 1  # 1: no batching
+    batch_wait_ms: float = 2.0
+    batch_workers: int = 2
+    request_timeout_s: float = 10.0  # a /search slower than this answers 504
     admin_token: str | None = None  # the env var named by registry.token_env takes precedence
     probe_query: str = "protein folding in cells"  # run on every mode before a bundle goes live
     watch_interval_s: float = 0.0  # > 0: poll production.json and reload when its version changes
@@ -29,13 +44,24 @@ class ServeConfig:
     def validate(self) -> None:
         if not 0 < self.port < 65536:
             raise ValueError(f"port must be in 1..65535, got {self.port}")
-        for name in ("max_k", "default_k", "max_query_chars", "max_body_bytes", "workers", "threads"):
+        for name in ("max_k", "default_k", "max_query_chars", "max_body_bytes", "workers", "batch_max",
+                     "batch_workers"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.default_k > self.max_k:
             raise ValueError(f"default_k ({self.default_k}) cannot exceed max_k ({self.max_k})")
-        if self.onnx_threads is not None and self.onnx_threads <= 0:
-            raise ValueError(f"onnx_threads must be positive or null, got {self.onnx_threads}")
+        for name in ("threads", "onnx_threads", "faiss_threads"):
+            if getattr(self, name) is not None and getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive or null, got {getattr(self, name)}")
+        if self.batch_wait_ms < 0 or self.request_timeout_s <= 0:
+            raise ValueError("batch_wait_ms must be >= 0 and request_timeout_s positive")
+
+    def search_threads(self) -> int:
+        """`threads`, else 4 per core this process may use (requests mostly wait on the encoder batch)."""
+        if self.threads is not None:
+            return self.threads
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        return THREADS_PER_CORE * cores
         if not self.probe_query.strip():
             raise ValueError("probe_query must be a non-empty query")
         if self.watch_interval_s < 0:
@@ -51,7 +77,7 @@ class HttpBenchConfig:
     concurrency: list[int] = field(default_factory=lambda: [1, 16])
     requests_per_level: int = 400  # total requests per concurrency level (across clients)
     max_seconds: float = 60.0  # per level; the run stops early when reached
-    mode: str = "uni"
+    mode: str | None = "uni"  # None: the mode the bundle serves (the bench stage: the gate's candidate mode)
     k: int = 10
     startup_timeout_s: float = 180.0  # the server loads the bundle (JVM, ONNX) before /readyz is 200
 
@@ -60,6 +86,57 @@ class HttpBenchConfig:
             raise ValueError(f"concurrency must list positive client counts, got {self.concurrency}")
         if self.requests_per_level <= 0 or self.max_seconds <= 0 or self.startup_timeout_s <= 0:
             raise ValueError("requests_per_level, max_seconds and startup_timeout_s must be positive")
+
+
+@dataclass
+class GrowthConfig:
+    """Cost as the corpus grows (uniret.bench.growth): synthetic corpora built from the bundle's vectors."""
+
+    sizes: list[int] = field(default_factory=lambda: [5_000, 50_000, 500_000])
+    queries: int = 50  # real queries, encoded once, searched batch 1 at every size
+    noise: float = 0.1  # dense: Gaussian noise x per-dimension std; sparse: log-normal sigma of impacts
+    swap_terms: float = 0.2  # fraction of a copied document's terms replaced (drawn by document frequency)
+    dense_types: list[str] = field(default_factory=lambda: ["flat", "hnsw", "ivfpq"])
+    hnsw_ef_construction: int = 64  # lower than serving's: HNSW build time dominates at 500k docs on 2 cores
+    min_recall: float = 0.95  # recall@10 vs Flat an approximate dense index must reach to be chosen
+    sparse_engines: list[str] = field(default_factory=lambda: ["seismic"])  # compared with the exact in-memory index
+    seismic_n_postings: int = 3500  # Seismic's posting-list cap (its default)
+    seismic_heap_factor: float = 0.9  # < 1 skips more blocks (faster, less exact)
+    seismic_max_docs: int = 50_000  # its index build (clustering + summaries) takes minutes per 10k docs here
+    seed: int = 13
+
+    def validate(self) -> None:
+        if not self.sizes or any(n <= 0 for n in self.sizes) or self.queries <= 0:
+            raise ValueError("sizes and queries must be positive")
+        if unknown := sorted(set(self.dense_types) - {"flat", "hnsw", "ivfpq"}):
+            raise ValueError(f"dense_types: unknown {unknown}; known: flat, hnsw, ivfpq")
+
+
+def _stage_http() -> HttpBenchConfig:
+    return HttpBenchConfig(concurrency=[1, 16], requests_per_level=160, max_seconds=10.0, mode=None,
+                           startup_timeout_s=120.0)
+
+
+@dataclass
+class BenchStageConfig:
+    """The DAG's `bench` stage: a short run on the candidate bundle whose figures the gate reads.
+
+    It overrides the `bench` section's depth (queries, encodings, HTTP requests) so the whole
+    stage stays near 90 s on the cpu profile; `uniret bench` keeps the full report.
+    """
+
+    max_queries: int = 100
+    warmup_queries: int = 5
+    encode_queries: int = 50  # batch-1 query encodings with the serving (ONNX) encoder; no torch
+    sections: list[str] = field(default_factory=lambda: ["modes", "encoders", "sizes", "http"])
+    http: HttpBenchConfig = field(default_factory=_stage_http)
+
+    def validate(self) -> None:
+        known = {"modes", "encoders", "sizes", "top_n", "http", "growth"}
+        if unknown := sorted(set(self.sections) - known):
+            raise ValueError(f"sections: unknown {unknown}; known: {sorted(known)}")
+        if self.max_queries <= 0 or self.encode_queries <= 0 or self.warmup_queries < 0:
+            raise ValueError("max_queries and encode_queries must be positive, warmup_queries >= 0")
 
 
 @dataclass
@@ -80,6 +157,8 @@ class BenchConfig:
     threads: int = 2  # Lucene search threads, onnxruntime intra-op threads and torch threads
     http: HttpBenchConfig = field(default_factory=HttpBenchConfig)
     out_dir: str = "benchmarks/results"  # relative to the params file's folder
+    stage: BenchStageConfig = field(default_factory=BenchStageConfig)  # the DAG stage's shorter run
+    growth: GrowthConfig = field(default_factory=GrowthConfig)
 
     def validate(self) -> None:
         if self.max_queries is not None and self.max_queries <= 0:

@@ -177,12 +177,16 @@ def regression_checks(cfg: GateConfig, metrics: dict[str, Any], production: Prod
 
 
 def _bounded(name: str, value: float | None, bound: float | None, upper: bool, what: str,
-             source: str, absent_reason: str | None) -> Check:
-    """`value` <= bound (upper) or >= bound; skipped with its reason when either is unknown."""
+             source: str, absent_reason: str | None, required: bool = False) -> Check:
+    """`value` <= bound (upper) or >= bound. Unknown bound: skipped. Unknown value: skipped with its
+    reason, or failed when `required` (a budget that cannot be measured must not let a candidate by)."""
     if bound is None:
         return _skip(name, None, f"no budget configured for {what}")
     if value is None:
-        return _skip(name, None, absent_reason or f"{what} not reported by {source}", bound)
+        reason = absent_reason or f"{what} not reported by {source}"
+        if required:
+            return Check(name, None, None, float(bound), "fail", f"cannot be measured: {reason}")
+        return _skip(name, None, reason, bound)
     ok = value <= bound + EPS if upper else value + EPS >= bound
     rel = ("<=" if ok else ">") if upper else (">=" if ok else "<")
     kind = "maximum" if upper else "minimum"
@@ -217,13 +221,36 @@ def bench_p95_ms(bench: dict[str, Any], mode: str) -> float | None:
     return None
 
 
+def bench_gap(bench: dict[str, Any] | None, section: str, absent: str | None, what: str) -> str:
+    """Why the bench figures cannot answer a budget: absent output, failed/skipped section, or a gap."""
+    if bench is None:
+        return absent or "bench stage output absent"
+    entry = bench.get(section)
+    if not isinstance(entry, dict):
+        return f"bench section {section!r} did not run"
+    if entry.get("skipped"):
+        return f"bench section {section!r} {entry['skipped']}"
+    return what
+
+
+def _latency_gap(bench: dict[str, Any] | None, mode: str, absent: str | None) -> str:
+    modes = (bench or {}).get("modes")
+    entry = modes.get(mode) if isinstance(modes, dict) else None
+    if isinstance(entry, dict) and entry.get("skipped"):
+        return f"bench mode {mode!r}: {entry['skipped']}"
+    have = ", ".join(sorted(k for k in modes if isinstance(modes.get(k), dict))) if isinstance(modes, dict) else ""
+    return bench_gap(bench, "modes", absent, f"served mode {mode!r} missing from the bench figures (modes: {have or 'none'})")
+
+
 def budget_checks(cfg: GateConfig, inputs: GateInputs) -> list[Check]:
-    """Latency (bench) and index-size (bundle metrics, else bench) budgets."""
+    """Latency (bench stage) and index-size (bundle metrics, else bench) budgets; a configured budget
+    that neither can answer fails with the reason."""
     mode = latency_mode(cfg)
     bench_absent = inputs.absent.get("bench")
     p95 = None if inputs.bench is None else bench_p95_ms(inputs.bench, mode)
+    gap = None if p95 is not None else _latency_gap(inputs.bench, mode, bench_absent)
     checks = [_bounded("latency_p95_ms", p95, cfg.max_latency_p95_ms, True, f"p95 latency (ms) of mode {mode!r}",
-                       "bench", bench_absent)]
+                       "bench", gap, required=True)]
     for kind, bound in (("dense", cfg.max_bytes_per_doc_dense), ("sparse", cfg.max_bytes_per_doc_sparse)):
         key = f"bytes_per_doc_{kind}"
         value, source = None, "index bundle"
@@ -231,11 +258,12 @@ def budget_checks(cfg: GateConfig, inputs: GateInputs) -> list[Check]:
             if table and table.get(key) is not None:
                 value, source = float(table[key]), name
                 break
-        absent = None
-        if value is None and inputs.index_metrics is None and inputs.bench is None:
-            absent = "; ".join(r for r in (inputs.absent.get("index"), bench_absent) if r) or None
+        gap = None
+        if value is None:
+            index_gap = inputs.absent.get("index") or f"index bundle metrics have no {key}"
+            gap = f"{index_gap}; {bench_gap(inputs.bench, 'sizes', bench_absent, f'bench sizes have no {key}')}"
         checks.append(_bounded(f"index_{key}", value, bound, True, key.replace("_", " "),
-                               source if value is not None else "index bundle or bench", absent))
+                               source if value is not None else "index bundle or bench", gap, required=True))
     return checks
 
 

@@ -9,6 +9,7 @@ Batch and sequence axes are dynamic.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,6 +27,7 @@ log = logging.getLogger("uniret.export")
 INPUTS = ("input_ids", "attention_mask")
 OUTPUTS = ("dense", "sparse", "gate")
 QUERY_FILE = "query.onnx"
+QUERY_INT8_FILE = "query.int8.onnx"  # int8 dynamic quantisation of query.onnx, when parity held
 DOC_FILE = "doc.onnx"
 # Sample texts for tracing: two of different lengths, so no axis is specialised to 1.
 TRACE_TEXTS = ("what causes protein misfolding in cells", "ONNX export trace sample")
@@ -119,7 +121,7 @@ class OnnxEncoder:
     """The exported query/document graphs plus the tokenizer: same encode API as the torch model."""
 
     def __init__(self, onnx_dir: str | Path, tokenizer, batch_size: int, query_max_length: int, doc_max_length: int,
-                 threads: int | None = None):
+                 threads: int | None = None, query_file: str | None = None):
         onnx_dir = Path(onnx_dir)
         for name in (QUERY_FILE, DOC_FILE):
             if not (onnx_dir / name).is_file():
@@ -127,16 +129,33 @@ class OnnxEncoder:
         self.tokenizer = tokenizer
         self.batch_size = batch_size
         self.max_length = {True: query_max_length, False: doc_max_length}
-        self.sessions = {True: _session(onnx_dir / QUERY_FILE, threads), False: _session(onnx_dir / DOC_FILE, threads)}
+        # the int8 query graph ships only when it passed its parity check (uniret.export.quantize)
+        query = query_file or (QUERY_INT8_FILE if (onnx_dir / QUERY_INT8_FILE).is_file() else QUERY_FILE)
+        self.query_file = query
+        self.paths = {True: onnx_dir / query, False: onnx_dir / DOC_FILE}
+        self.threads = threads
+        self._sessions: dict[bool, ort.InferenceSession] = {}
+        self._lock = threading.Lock()
+        self.session(True)  # the query graph is always needed; the document graph on first use
+
+    def session(self, is_query: bool) -> ort.InferenceSession:
+        """The query or document session, created on first use (serving never loads the doc graph)."""
+        found = self._sessions.get(is_query)
+        if found is None:
+            with self._lock:
+                found = self._sessions.get(is_query)
+                if found is None:
+                    found = self._sessions[is_query] = _session(self.paths[is_query], self.threads)
+        return found
 
     def outputs(self, is_query: bool) -> list[str]:
         """Output names of the query or document graph."""
-        return [o.name for o in self.sessions[is_query].get_outputs()]
+        return [o.name for o in self.session(is_query).get_outputs()]
 
     def _encode_batch(self, texts: Sequence[str], is_query: bool, max_length: int) -> EncodedTexts:
         enc = self.tokenizer(list(texts), padding=True, truncation=True, max_length=max_length, return_tensors="np")
         feeds = {name: enc[name].astype(np.int64) for name in INPUTS}
-        session = self.sessions[is_query]
+        session = self.session(is_query)
         values = dict(zip(self.outputs(is_query), session.run(None, feeds), strict=True))
         return EncodedTexts(
             dense=values["dense"].astype(np.float32) if "dense" in values else None,

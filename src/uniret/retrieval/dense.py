@@ -6,12 +6,12 @@ import logging
 import math
 from pathlib import Path
 
-import faiss
 import numpy as np
 
 from uniret.config.retrieval import DenseIndexConfig
 from uniret.retrieval.base import QueryBatch, Searcher, rows_to_run
 from uniret.retrieval.encoding import TextEncoder
+from uniret.retrieval.faiss_loader import faiss
 from uniret.retrieval.runs import Run
 
 log = logging.getLogger("uniret.retrieval")

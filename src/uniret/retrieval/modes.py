@@ -12,7 +12,6 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import faiss
 import numpy as np
 
 from uniret.config.retrieval import RetrievalConfig
@@ -23,6 +22,7 @@ from uniret.retrieval.clear import ClearSearcher
 from uniret.retrieval.dense import DenseSearcher, build_faiss_index, to_search_device
 from uniret.retrieval.encoding import EncodedTexts, TextEncoder
 from uniret.retrieval.exhaustive import ExhaustiveSearcher
+from uniret.retrieval.faiss_loader import faiss
 from uniret.retrieval.fusion import FusionSearcher
 from uniret.retrieval.lexical import ImpactIndex, LexicalSearcher, MemoryImpactIndex
 from uniret.retrieval.uni import UniSearcher

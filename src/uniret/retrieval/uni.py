@@ -22,6 +22,8 @@ from uniret.retrieval.runs import Run
 
 # Same scale as uniret.models.unifier.combine_uni (checked by a test): g = 0.5 -> plain addition.
 GATE_SCALE = 2.0
+# candidate rows gathered at once by `rescore` (x dim x 4 bytes: 16k x 384 = 25 MB)
+RESCORE_ROWS = 16384
 
 
 def channel_weights(enc: EncodedTexts, gated: bool, who: str) -> tuple[np.ndarray, np.ndarray]:
@@ -82,19 +84,42 @@ class UniSearcher(Searcher):
         w_lex, w_den = channel_weights(enc, self.gated, self.mode)
         n_docs = len(self.docids)
         candidates = self._lexical_candidates(batch.ids, enc.sparse, min(self.candidates, n_docs))
-        everything = self.candidates >= n_docs
+        if self.candidates >= n_docs:  # every document is a candidate; non-matching ones score 0 lexically
+            candidates = [_everything(rows, scores, n_docs) for rows, scores in candidates]
+        queries = np.ascontiguousarray(enc.dense, dtype=np.float32)
+        dense = rescore(self.doc_vectors, [rows for rows, _ in candidates], queries)
         run: Run = {}
         for i, qid in enumerate(batch.ids):
             rows, lex_scores = candidates[i]
-            query = enc.dense[i].astype(np.float32)
-            if everything:  # every document is a candidate; non-matching ones score 0 lexically
-                full = np.zeros(n_docs, dtype=np.float64)
-                full[rows] = lex_scores
-                rows, lex_scores = np.arange(n_docs), full
-                dense_scores = self.doc_vectors @ query
-            else:
-                dense_scores = self.doc_vectors[rows] @ query
-            total = w_lex[i] * lex_scores + w_den[i] * dense_scores.astype(np.float64)
+            total = w_lex[i] * lex_scores + w_den[i] * dense[i].astype(np.float64)
             best = top_k_ranked(total, k, self.ties[rows])
             run[qid] = hits_dict(self.docids, rows[best], total[best])
         return run
+
+
+def _everything(rows: np.ndarray, scores: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
+    full = np.zeros(n_docs, dtype=np.float64)
+    full[rows] = scores
+    return np.arange(n_docs), full
+
+
+def rescore(doc_vectors: np.ndarray, rows: list[np.ndarray], queries: np.ndarray,
+            max_rows: int = RESCORE_ROWS) -> list[np.ndarray]:
+    """Dense scores of each query's candidate rows: the candidates of a group of queries gathered
+    from the contiguous float32 matrix at once, then one matrix-vector product per query on its
+    contiguous slice of the gathered block (groups hold at most `max_rows` rows, bounding memory)."""
+    out: list[np.ndarray] = []
+    start = 0
+    while start < len(rows):
+        end, size = start, 0
+        while end < len(rows) and (end == start or size + len(rows[end]) <= max_rows):
+            size += len(rows[end])
+            end += 1
+        block = doc_vectors[np.concatenate(rows[start:end])] if size else doc_vectors[:0]
+        offset = 0
+        for i in range(start, end):
+            n = len(rows[i])
+            out.append(block[offset:offset + n] @ queries[i])
+            offset += n
+        start = end
+    return out

@@ -87,9 +87,14 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
     cfg = settings.serve
     source = settings.source
     metrics = ServingMetrics()
-    state = ServingState(source.verified_loader(loader or bundle_loader(cfg.onnx_threads, settings.retrieval)),
-                         cfg.probe_query, cfg.default_mode)
-    search_pool = ThreadPoolExecutor(cfg.threads, thread_name_prefix="uniret-search")
+    if cfg.faiss_threads is not None:
+        from uniret.retrieval.faiss_loader import faiss
+
+        faiss.omp_set_num_threads(cfg.faiss_threads)  # process-wide: this process only serves
+    default_loader = bundle_loader(cfg.onnx_threads, settings.retrieval, cfg.batch_max, cfg.batch_wait_ms,
+                                   cfg.request_timeout_s, cfg.batch_workers)
+    state = ServingState(source.verified_loader(loader or default_loader), cfg.probe_query, cfg.default_mode)
+    search_pool = ThreadPoolExecutor(cfg.search_threads(), thread_name_prefix="uniret-search")
     admin_pool = ThreadPoolExecutor(1, thread_name_prefix="uniret-admin")
     SearchRequest = search_request_model(cfg)  # noqa: N806 - a class built from the config
 
@@ -168,8 +173,12 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
                     raise HTTPException(400, f"unknown mode {mode!r}; this bundle offers: {', '.join(live.modes)}")
                 label = mode
                 loop = asyncio.get_running_loop()
+                work = loop.run_in_executor(search_pool, run_query, live.searchers[mode], req.query, req.k)
                 try:
-                    hits = await loop.run_in_executor(search_pool, run_query, live.searchers[mode], req.query, req.k)
+                    hits = await asyncio.wait_for(work, cfg.request_timeout_s)
+                except TimeoutError as exc:
+                    status = 504
+                    raise HTTPException(504, f"search took longer than {cfg.request_timeout_s:g} s") from exc
                 except Exception as exc:
                     log.exception("search failed (mode %s, bundle %s)", mode, live.version)
                     raise HTTPException(500, f"search failed in mode {mode!r}: {type(exc).__name__}") from exc

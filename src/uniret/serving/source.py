@@ -142,15 +142,21 @@ class BundleSource:
         return f"registry {self.registry_root}" if self.registry_root is not None else f"bundle {self.bundle}"
 
 
-def bundle_loader(onnx_threads: int | None, backend_cfg=None):
+def bundle_loader(onnx_threads: int | None, backend_cfg=None, batch_max: int = 1, batch_wait_ms: float = 0.0,
+                  timeout_s: float | None = None, batch_workers: int = 1):
     """A loader for ServingState: {mode: Searcher} of a bundle folder (its own retrieval params;
-    the lexical backend from `backend_cfg`, the serving process's retrieval params, when given)."""
+    the lexical backend from `backend_cfg`, the serving process's retrieval params, when given).
+    With `batch_max` > 1 the query encoder is micro-batched across concurrent requests."""
 
     def load(path: Path) -> dict[str, Searcher]:
         from uniret.retrieval.bundle import open_bundle
         from uniret.retrieval.modes import build_searchers
+        from uniret.serving.batcher import BatchingQueryEncoder
 
         bundle = open_bundle(path, None, onnx_threads, backend_cfg)
-        return build_searchers(bundle.index, bundle.retrieval, bundle.encoder, bundle.bm25, bundle.has_gate)
+        encoder = bundle.encoder
+        if encoder is not None and batch_max > 1:
+            encoder = BatchingQueryEncoder(encoder, batch_max, batch_wait_ms / 1000.0, timeout_s, batch_workers)
+        return build_searchers(bundle.index, bundle.retrieval, encoder, bundle.bm25, bundle.has_gate)
 
     return load

@@ -74,7 +74,7 @@ class LiveBundle:
 
 
 def close_searchers(searchers: dict[str, Searcher]) -> None:
-    """Close every Java-backed part of a searcher set (fused searchers share parts: closed once)."""
+    """Close every Java-backed part of a searcher set and its query batcher (shared parts: closed once)."""
     seen: set[int] = set()
     stack: list[object] = list(searchers.values())
     while stack:
@@ -83,7 +83,7 @@ def close_searchers(searchers: dict[str, Searcher]) -> None:
             continue
         seen.add(id(obj))
         stack.extend(getattr(obj, "searchers", []) or [])
-        stack.extend(getattr(obj, name, None) for name in ("index", "lexical"))
+        stack.extend(getattr(obj, name, None) for name in ("index", "lexical", "encoder"))  # encoder: its batcher
         close = getattr(obj, "close", None)
         if callable(close):
             try:

@@ -3,7 +3,7 @@
 Each module `uniret.stages.<name>` exposes `run(ctx: StageContext) -> dict` (metrics summary).
 """
 
-# DAG order; `report` runs beside gate (after evaluate).
+# DAG order; `report` runs beside gate (after evaluate). bench measures the candidate bundle for the gate.
 STAGES = [
     "validate",
     "bm25",
@@ -13,6 +13,7 @@ STAGES = [
     "continual",
     "distill",
     "index",
+    "bench",
     "evaluate",
     "gate",
     "promote",

@@ -10,8 +10,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from uniret.bench.report import JSON_FILE as BENCH_JSON
 from uniret.config.gate import GateConfig
-from uniret.config.paths import resolve_path
 from uniret.evaluation.gate import GateInputs, ProductionRef, decide, decision_markdown, resolve_gate_config
 from uniret.registry.bundles import read_manifest
 from uniret.registry.configured import registry_root
@@ -26,6 +26,7 @@ DECISION_JSON = "decision.json"
 DECISION_MD = "decision.md"
 METRICS_JSON = "metrics.json"  # written by the evaluate stage
 INDEX_BUNDLE = "bundle"  # the index stage's bundle folder
+BENCH_STAGE = "bench"  # its bench.json: latency and sizes of the candidate bundle
 
 
 def production_ref(root: Path, cfg: GateConfig) -> ProductionRef | None:
@@ -44,9 +45,9 @@ def gather_inputs(ctx: StageContext, cfg: GateConfig) -> tuple[GateInputs, dict[
     if not metrics_path.is_file():
         raise FileNotFoundError(f"{metrics_path}: evaluate metrics not found; run `uniret evaluate` first")
     index_manifest = ctx.stage_dir("index") / INDEX_BUNDLE / "manifest.json"
-    bench_path = resolve_path(ctx.params, cfg.bench_file)
+    bench_path = ctx.stage_dir(BENCH_STAGE) / BENCH_JSON  # the candidate's own figures, not a committed file
     index, index_absent = read_optional_json(index_manifest, "index bundle manifest")
-    bench, bench_absent = read_optional_json(bench_path, "bench results")
+    bench, bench_absent = read_optional_json(bench_path, "bench stage results")
     absent = {k: v for k, v in (("index", index_absent), ("bench", bench_absent)) if v}
     root = registry_root(ctx.params)
     inputs = GateInputs(

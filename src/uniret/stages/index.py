@@ -23,6 +23,7 @@ from uniret.data.beir import BeirDataset
 from uniret.errors import StageFailed
 from uniret.export.onnx import OnnxEncoder, export_encoders
 from uniret.export.parity import check_parity
+from uniret.export.quantize import quantize_query_encoder
 from uniret.retrieval.bundle import BM25_DIR, FORMAT_VERSION, MANIFEST, ONNX_DIR, TOKENIZER_DIR
 from uniret.retrieval.bundle_write import write_index_structures
 from uniret.retrieval.encoding import TorchTextEncoder
@@ -198,7 +199,10 @@ def run(ctx: StageContext) -> dict[str, Any]:
         tokenizer.save_pretrained(str(bundle / TOKENIZER_DIR))
         torch_enc = TorchTextEncoder(model, tokenizer, cfg.doc_batch_size, qlen, dlen)
         onnx_enc = OnnxEncoder(bundle / ONNX_DIR, tokenizer, cfg.doc_batch_size, qlen, dlen)
-        parity = check_parity(torch_enc, onnx_enc, *_parity_texts(dataset, data.train_split, cfg), cfg.export.parity)
+        parity_texts = _parity_texts(dataset, data.train_split, cfg)
+        parity = check_parity(torch_enc, onnx_enc, *parity_texts, cfg.export.parity)
+        int8 = quantize_query_encoder(bundle / ONNX_DIR, onnx_enc, *parity_texts, cfg.export.quantize,
+                                      cfg.export.parity)
 
         docs = list(dataset.iter_corpus())
         if not docs:
@@ -242,7 +246,8 @@ def run(ctx: StageContext) -> dict[str, Any]:
                     "lexical": "lucene-impact" if encoded.sparse is not None else None,
                     "bm25": "lucene-bm25",
                 },
-                "onnx": {"outputs": outputs, "opset": cfg.export.opset, "dynamo": cfg.export.dynamo},
+                "onnx": {"outputs": outputs, "opset": cfg.export.opset, "dynamo": cfg.export.dynamo,
+                         "query_int8": int8},
                 "params": {
                     "retrieval": dataclasses.asdict(rcfg),
                     "bm25": dataclasses.asdict(ctx.params.section("bm25")),
@@ -253,6 +258,6 @@ def run(ctx: StageContext) -> dict[str, Any]:
                 "fusion": fusion,
             },
         )
-        manifest["metrics"] = {**metrics, "parity": parity, "fusion": fusion}
+        manifest["metrics"] = {**metrics, "parity": parity, "query_int8_used": int8["used"], "fusion": fusion}
     log.info("index: bundle of %d docs -> %s", metrics["num_docs"], ctx.stage_dir(STAGE) / BUNDLE)
     return manifest["metrics"]

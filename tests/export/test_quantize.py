@@ -1,0 +1,55 @@
+"""int8 query encoder: kept only when its parity with the fp32 graph holds, picked up by OnnxEncoder."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from transformers import AutoTokenizer
+
+from uniret.config.retrieval import ParityConfig, QuantizeConfig
+from uniret.export.onnx import QUERY_FILE, QUERY_INT8_FILE, OnnxEncoder
+from uniret.export.parity import row_cosines
+from uniret.export.quantize import quantize_query_encoder
+
+QUERIES = ["protein folding in cells", "vitamin d deficiency and bone density", "gene expression in tumours",
+           "effects of smoking on the lungs"]
+DOCS = ["Proteins fold into three-dimensional structures.", "Bone mineral density depends on vitamin D.",
+        "Tumour cells change how genes are expressed.", "Smoking damages lung tissue over years."]
+
+
+@pytest.fixture
+def onnx_dir(tiny_bundle, tmp_path):
+    out = tmp_path / "onnx"
+    shutil.copytree(tiny_bundle / "onnx", out)
+    (out / QUERY_INT8_FILE).unlink(missing_ok=True)
+    return out
+
+
+def _encoder(onnx_dir, tiny_bundle, query_file=None):
+    tok = AutoTokenizer.from_pretrained(tiny_bundle / "tokenizer")
+    return OnnxEncoder(onnx_dir, tok, 8, 32, 96, 1, query_file=query_file)
+
+
+def test_int8_graph_is_kept_within_its_bound_and_served(onnx_dir, tiny_bundle):
+    fp32 = _encoder(onnx_dir, tiny_bundle)
+    out = quantize_query_encoder(onnx_dir, fp32, QUERIES, DOCS, QuantizeConfig(min_cosine=0.5),
+                                 ParityConfig(min_top10_overlap=0.0))
+    assert out["used"] is True and (onnx_dir / QUERY_INT8_FILE).is_file()
+    assert out["bytes"]["int8"] < out["bytes"]["fp32"] / 2
+    assert 0.5 <= out["parity"]["query_sparse_min_cosine"] <= 1.0
+    served = _encoder(onnx_dir, tiny_bundle)  # no query_file: the int8 graph is preferred
+    assert served.query_file == QUERY_INT8_FILE
+    cos = row_cosines(served.encode(QUERIES, True).sparse, fp32.encode(QUERIES, True).sparse)
+    assert np.isclose(cos.min(), out["parity"]["query_sparse_min_cosine"], atol=1e-6)
+    assert not list(onnx_dir.glob(".query.int8.*"))  # no temp file left behind
+
+
+def test_int8_graph_below_its_bound_is_dropped(onnx_dir, tiny_bundle):
+    before = sorted(p.name for p in onnx_dir.iterdir())
+    out = quantize_query_encoder(onnx_dir, _encoder(onnx_dir, tiny_bundle), QUERIES, DOCS,
+                                 QuantizeConfig(min_cosine=1.0), ParityConfig())
+    assert out["used"] is False and out["reason"].startswith("parity: ") and "min_cosine" in out["reason"]
+    assert sorted(p.name for p in onnx_dir.iterdir()) == before  # nothing half-written left behind
+    assert _encoder(onnx_dir, tiny_bundle).query_file == QUERY_FILE

@@ -1,0 +1,96 @@
+"""The bench stage on a real tiny bundle (ONNX, faiss, Lucene, uvicorn on 127.0.0.1), and the gate
+reading its figures: a candidate over its latency or index-size budget is blocked."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from uniret.config import Params
+from uniret.stages import bench as bench_stage
+from uniret.stages import gate as gate_stage
+from uniret.stages.runtime import StageContext, make_context
+
+
+def _ctx(base: StageContext, gate: dict) -> StageContext:
+    raw = copy.deepcopy(base.params.raw)
+    raw["gate"] = {**raw["gate"], **gate}
+    return StageContext(Params(raw=raw, profile=base.params.profile, path=base.params.path), base.data_root,
+                        base.artifacts)
+
+
+def _metrics() -> dict:
+    """evaluate's metrics.json, quality well inside the tiny gate: only the budgets decide."""
+    scores = {"uni": {"ndcg@10": 0.7}, "bm25": {"ndcg@10": 0.6}}
+    return {"datasets": {"scifact": scores}, "macro": scores}
+
+
+@pytest.fixture(scope="module")
+def benched(tiny_bundle, tmp_path_factory, repo_root, shared_data):
+    """artifacts/ holding the tiny bundle as the index stage's output, evaluate metrics, and the bench stage run."""
+    artifacts = tmp_path_factory.mktemp("bench-stage") / "artifacts"
+    artifacts.mkdir()
+    (artifacts / "index").symlink_to(tiny_bundle.parent, target_is_directory=True)
+    (artifacts / "evaluate").mkdir()
+    (artifacts / "evaluate" / "metrics.json").write_text(json.dumps(_metrics()))
+    (artifacts / "evaluate" / "manifest.json").write_text(json.dumps({"stage": "evaluate"}))
+    ctx = _ctx(make_context(repo_root / "params.yaml", "tiny", str(shared_data), artifacts),
+               {"candidate_system": "uni"})
+    metrics = bench_stage.run(ctx)
+    return ctx, metrics, json.loads((artifacts / "bench" / "bench.json").read_text())
+
+
+def test_bench_stage_measures_the_served_mode_sizes_and_http(benched):
+    ctx, metrics, bench = benched
+    assert (ctx.stage_dir("bench") / "bench.md").is_file() and (ctx.stage_dir("bench") / "manifest.json").is_file()
+    uni = bench["modes"]["uni"]
+    assert uni["n"] == 12 and 0 < uni["p50_ms"] <= uni["p95_ms"] and metrics["p95_ms"] == uni["p95_ms"]
+    assert bench["encoders"]["query_batch1"]["onnx"]["n"] == 10 and "torch" not in bench["encoders"]["query_batch1"]
+    assert bench["bytes_per_doc_dense"] >= 4 * 128 and bench["sizes"]["parts"]["dense.faiss"]["bytes"] > 0
+    assert bench["top_n"] == {"skipped": "--skip on the command line"}
+    http = bench["http"]
+    assert http["mode"] == "uni" and set(http["levels"]) == {"1", "4"}
+    assert all(level["failed"] == 0 and level["n"] > 0 for level in http["levels"].values())
+    assert metrics["sections_failed"] == [] and metrics["http_clients"] == 4
+
+
+def test_gate_passes_within_budget_and_blocks_a_slow_or_oversized_candidate(benched):
+    ctx, _, bench = benched
+    p95, dense = bench["modes"]["uni"]["p95_ms"], bench["bytes_per_doc_dense"]
+
+    gate_stage.run(_ctx(ctx, {"candidate_system": "uni", "max_latency_p95_ms": 10 * p95 + 100}))
+    decision = json.loads((ctx.stage_dir("gate") / "decision.json").read_text())
+    assert decision["passed"], decision
+    latency = next(c for c in decision["checks"] if c["name"] == "latency_p95_ms")
+    assert latency["status"] == "pass" and latency["value"] == p95
+
+    slow = _ctx(ctx, {"candidate_system": "uni", "max_latency_p95_ms": p95 / 2})  # the bundle breaks this budget
+    assert gate_stage.run(slow)["passed"] is False
+    failed = {c["name"]: c for c in json.loads((ctx.stage_dir("gate") / "decision.json").read_text())["checks"]
+              if c["status"] == "fail"}
+    assert set(failed) == {"latency_p95_ms"} and failed["latency_p95_ms"]["value"] == p95
+
+    big = _ctx(ctx, {"candidate_system": "uni", "max_latency_p95_ms": None, "max_bytes_per_doc_dense": dense / 2})
+    assert gate_stage.run(big)["passed"] is False
+    failed = [c for c in json.loads((ctx.stage_dir("gate") / "decision.json").read_text())["checks"]
+              if c["status"] == "fail"]
+    assert [c["name"] for c in failed] == ["index_bytes_per_doc_dense"] and failed[0]["value"] > dense / 2
+
+
+def test_gate_blocks_when_the_served_mode_was_not_benchmarked(benched):
+    ctx, _, _ = benched
+    served = _ctx(ctx, {"candidate_system": "clear", "max_latency_p95_ms": 1000.0})  # not measured by this run
+    metrics = _metrics()
+    for table in (metrics["datasets"]["scifact"], metrics["macro"]):
+        table["clear"] = table["uni"]
+    (ctx.stage_dir("evaluate") / "metrics.json").write_text(json.dumps(metrics))
+    try:
+        assert gate_stage.run(served)["passed"] is False
+    finally:
+        (ctx.stage_dir("evaluate") / "metrics.json").write_text(json.dumps(_metrics()))
+    latency = next(c for c in json.loads((ctx.stage_dir("gate") / "decision.json").read_text())["checks"]
+                   if c["name"] == "latency_p95_ms")
+    assert latency["status"] == "fail" and latency["reason"].startswith("cannot be measured")
+    assert "'clear'" in latency["reason"]
