@@ -67,7 +67,7 @@ def find_datasets(root: Path) -> list[str]:
 
 def check_datasets(params: Params, root: Path, names: list[str], split: str) -> dict[str, int]:
     """The validate stage's structural pass and expectations on each dataset; StageFailed lists every
-    problem (file, line, field). Returns the judged-query count per dataset."""
+    problem (file, line, field). Returns the qrels rows of the split per dataset."""
     from uniret.data.tables import load_tables
     from uniret.data.validation import GxSession, validate_dataset
 
@@ -187,7 +187,7 @@ def evaluate_folder(params: Params, request: FolderRequest) -> dict[str, Any]:
             write_evaluation(tmp, scores, table, runs, request.split)
             manifest.update(
                 command="uniret evaluate --data", data_root=str(request.data_root), datasets=request.datasets,
-                split=request.split, judged_queries=counts, sources=report,
+                split=request.split, qrels_rows=counts, sources=report,
                 bundle=str(request.bundle) if request.bundle else None,
                 checkpoint=str(request.checkpoint) if request.checkpoint else None,
                 metrics={"macro": scores.doc["macro"], "zero_shot_macro": scores.doc["zero_shot_macro"]},
