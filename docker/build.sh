@@ -41,8 +41,11 @@ if [ ! -s "$ca" ]; then
     exit 1
 fi
 
+# the label names the source the image holds; the container tests skip an image built from other
+# source (keep this command equal to uniret.kubeflow.images.SOURCE_ID_CMD: a test checks it)
+source_id=$(cd "$root" && find src -name '*.py' | LC_ALL=C sort | xargs cat requirements.txt requirements-dev.txt pyproject.toml | sha256sum | cut -c1-16)
 args=(build --network host -f "$file" -t "$tag" --build-arg "BASE_IMAGE=$BASE_IMAGE"
-      --secret "id=ca,src=$ca")
+      --secret "id=ca,src=$ca" --label "uniret.source=$source_id")
 work=$(mktemp -d "${TMPDIR:-/tmp}/uniret-build.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 if [ "$ENGINE" = podman ]; then

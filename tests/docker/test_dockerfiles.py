@@ -155,3 +155,11 @@ def test_hadolint_can_fail(tmp_path):
     bad.write_text("FROM debian:bookworm\nRUN apt-get update && apt-get install -y git\n")
     out = subprocess.run([_hadolint(), str(bad)], capture_output=True, text=True, timeout=60)
     assert out.returncode != 0 and "DL3008" in out.stdout
+
+
+def test_build_script_labels_images_with_the_source_id_the_tests_compute(repo_root):
+    from uniret.kubeflow.images import SOURCE_ID_CMD, SOURCE_LABEL, source_id
+
+    script = (repo_root / "docker" / "build.sh").read_text()
+    assert SOURCE_ID_CMD in script and f'--label "{SOURCE_LABEL}=$source_id"' in script
+    assert len(source_id(repo_root)) == 16

@@ -23,6 +23,7 @@ import yaml
 
 from uniret.config import load_params
 from uniret.kubeflow.containers import CONTAINERS_CONF_ENV, containers_conf
+from uniret.kubeflow.images import stale_image_reason
 from uniret.kubeflow.local import run_local
 from uniret.stages import STAGES
 
@@ -49,6 +50,9 @@ def image(repo_root) -> str:
     env = {**os.environ, CONTAINERS_CONF_ENV: containers_conf(repo_root) or ""}
     if subprocess.run(["podman", "image", "exists", tag], env=env, timeout=60).returncode != 0:
         pytest.skip(f"image {tag} not built here: run `make image`")
+    stale = stale_image_reason(["podman"], tag, repo_root, env)
+    if stale:
+        pytest.skip(stale)  # an image of other code would test that code, not this tree
     return tag
 
 

@@ -22,6 +22,41 @@ IMAGES_KEY = "images:"
 HEADER = "# generated from params.yaml `pipeline:` by `uniret pipeline image --kustomize`; do not edit\n"
 
 
+# A short hash of the code and pins an image holds (docker/build.sh labels the image with it): the
+# container tests run only against an image built from the tree under test
+SOURCE_LABEL = "uniret.source"
+SOURCE_ID_CMD = ("find src -name '*.py' | LC_ALL=C sort | xargs cat requirements.txt requirements-dev.txt "
+                 "pyproject.toml | sha256sum | cut -c1-16")
+
+
+def source_id(root: str | os.PathLike) -> str:
+    """The source hash of the tree at `root`, as docker/build.sh computes it for the image label."""
+    import subprocess
+
+    out = subprocess.run(["bash", "-c", SOURCE_ID_CMD], cwd=root, capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def image_source_id(engine: list[str], tag: str, env: dict[str, str] | None = None) -> str | None:
+    """The source label of a built image, None when it has none."""
+    import subprocess
+
+    out = subprocess.run([*engine, "image", "inspect", "--format", f'{{{{ index .Config.Labels "{SOURCE_LABEL}" }}}}',
+                          tag], capture_output=True, text=True, env=env, timeout=60)
+    label = out.stdout.strip()
+    return label if out.returncode == 0 and label and label != "<no value>" else None
+
+
+def stale_image_reason(engine: list[str], tag: str, root: str | os.PathLike, env: dict[str, str] | None = None
+                       ) -> str | None:
+    """Why the image at `tag` does not hold the tree at `root` (None: it does)."""
+    label = image_source_id(engine, tag, env)
+    here = source_id(root)
+    if label != here:
+        return f"image {tag} holds source {label or 'unlabelled'}, this tree is {here}: run `make image`"
+    return None
+
+
 def split_image(ref: str) -> tuple[str, str]:
     """'registry:5000/org/name:tag' -> ('registry:5000/org/name', 'tag'); no tag: 'latest'."""
     slash = ref.rfind("/")
