@@ -80,3 +80,32 @@ def tiny_bundle(tmp_path_factory, shared_data) -> Path:
                ctx.stage_dir("warmup") / "model")
     index.run(ctx)
     return ctx.stage_dir("index") / "bundle"
+
+
+@pytest.fixture
+def dvc_project(shared_data):
+    """make(dest, edit) -> a temp git + dvc repo holding dvc.yaml, params.yaml (tiny profile, the shared
+    data; `edit(raw)` changes more) and a copy of the sources, as `dvc repro` needs them."""
+    import shutil
+    import subprocess
+    import sys
+
+    import yaml
+
+    def make(repo: Path, edit=None) -> Path:
+        repo.mkdir(parents=True)
+        for name in ("dvc.yaml", "params.yaml"):
+            shutil.copy(REPO / name, repo / name)
+        for tree in ("src", "benchmarks/expected"):
+            shutil.copytree(REPO / tree, repo / tree, ignore=shutil.ignore_patterns("__pycache__"))
+        params = yaml.safe_load((repo / "params.yaml").read_text())
+        params["profile"] = "tiny"
+        params["data"]["root"] = str(shared_data)
+        if edit is not None:
+            edit(params)
+        (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+        subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+        subprocess.run([str(Path(sys.executable).parent / "dvc"), "init", "-q"], cwd=repo, check=True)
+        return repo
+
+    return make

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,24 +31,16 @@ def _upstream(artifacts: Path) -> None:
 
 
 @pytest.fixture
-def project(tmp_path, repo_root, shared_data):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    for name in ("dvc.yaml", "params.yaml"):
-        shutil.copy(repo_root / name, repo / name)
-    for tree in ("src", "benchmarks/expected"):
-        shutil.copytree(repo_root / tree, repo / tree, ignore=shutil.ignore_patterns("__pycache__"))
-    raw = yaml.safe_load((repo / "params.yaml").read_text())
-    raw["profile"] = "tiny"
-    raw["data"].update(root=str(shared_data), eval_datasets=["scifact"])
-    raw["registry"] = {**raw["registry"], "root": "registry", "dvc_push": False, "serve_url": None}
-    raw["nightly"]["repro_command"] = REPRO
-    (repo / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+def project(tmp_path, dvc_project):
+    def edit(raw):
+        raw["data"]["eval_datasets"] = ["scifact"]
+        raw["registry"] = {**raw["registry"], "root": "registry", "dvc_push": False, "serve_url": None}
+        raw["nightly"]["repro_command"] = REPRO
+
+    repo = dvc_project(tmp_path / "repo", edit)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     env.pop("UNIRET_ARTIFACTS", None)
     env.pop("UNIRET_ADMIN_TOKEN", None)
-    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
-    subprocess.run([str(Path(sys.executable).parent / "dvc"), "init", "-q"], cwd=repo, check=True, env=env)
     _upstream(repo / "artifacts")
     return repo, env
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -36,20 +35,8 @@ def _ran(output: str) -> list[str]:
 
 
 @pytest.fixture
-def dvc_repo(tmp_path, repo_root, shared_data):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    for name in ("dvc.yaml", "params.yaml"):
-        shutil.copy(repo_root / name, repo / name)
-    for tree in ("src", "benchmarks/expected"):
-        shutil.copytree(repo_root / tree, repo / tree, ignore=shutil.ignore_patterns("__pycache__"))
-    params = yaml.safe_load((repo / "params.yaml").read_text())
-    params["profile"] = "tiny"
-    params["data"]["root"] = str(shared_data)
-    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
-    _dvc(repo, "init", "-q")
-    return repo
+def dvc_repo(tmp_path, dvc_project):
+    return dvc_project(tmp_path / "repo")
 
 
 def _stale(repo: Path) -> set[str]:

@@ -22,6 +22,7 @@ from uniret.data.beir import BeirDataset
 from uniret.data.roots import resolve_data_root
 from uniret.errors import StageFailed
 from uniret.utils.files import atomic_write_json, hash_path
+from uniret.utils.locks import pid_alive
 
 log = logging.getLogger("uniret")
 
@@ -92,16 +93,6 @@ def versions() -> dict[str, str]:
     return out
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's live process
-    return True
-
-
 def _owner_pid(name: str, marker: str) -> int | None:
     """The pid in `.<stage>.tmp-<pid>-xyz` / `.<stage>.old-<pid>` (None when the name has none)."""
     head = name.split(marker, 1)[1].split("-", 1)[0]
@@ -121,7 +112,7 @@ def clean_stale(artifacts: Path, stage: str) -> list[Path]:
     for marker in (".tmp-", ".old-"):
         for path in sorted(artifacts.glob(f".{stage}{marker}*")):
             pid = _owner_pid(path.name, marker)
-            if pid is not None and pid != os.getpid() and _pid_alive(pid):
+            if pid is not None and pid != os.getpid() and pid_alive(pid):
                 continue  # a concurrent run of this stage is still writing it
             if marker == ".old-" and not final.exists():
                 os.replace(path, final)

@@ -21,7 +21,8 @@ class HeldLock:
     fd: int
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """True when process `pid` exists (also someone else's)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -55,7 +56,7 @@ def file_lock(path: str | os.PathLike, blocking: bool = True) -> Iterator[HeldLo
             raise LockHeld(f"{path}: held by another process (pid {holder}, or the commands it started)") from exc
         previous = os.pread(fd, 64, 0).decode(errors="replace").strip()
         if previous.isdigit() and int(previous) != os.getpid():
-            state = "still running, no longer holding it" if _alive(int(previous)) else "no longer running"
+            state = "still running, no longer holding it" if pid_alive(int(previous)) else "no longer running"
             log.warning("%s: taking over the lock left by pid %s (%s)", path, previous, state)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
