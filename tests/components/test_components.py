@@ -69,14 +69,14 @@ def test_typed_outputs_for_lineage_and_figures(components):
 
 
 def test_a_new_stage_is_one_line_in_the_stage_list(repo_root, monkeypatch, tmp_path):
-    """A stage inserted into STAGES (as `bench` between index and evaluate) joins the chain as a generic task."""
-    stages = [*STAGES[:STAGES.index("evaluate")], "bench", *STAGES[STAGES.index("evaluate"):]]
+    """A stage inserted into STAGES (a hypothetical `calibrate` between bench and evaluate) joins the chain as a generic task."""
+    stages = [*STAGES[:STAGES.index("evaluate")], "calibrate", *STAGES[STAGES.index("evaluate"):]]
     monkeypatch.setattr(kp, "STAGES", stages)
     cfg = load_params(repo_root / "params.yaml").section("pipeline")
-    path = compile_pipeline(dataclasses.replace(cfg, gpu_stages=[]), tmp_path / "with-bench.yaml",
-                            ["index", "bench", "evaluate"])
+    path = compile_pipeline(dataclasses.replace(cfg, gpu_stages=[]), tmp_path / "with-calibrate.yaml",
+                            ["bench", "calibrate", "evaluate"])
     spec, _ = yaml.safe_load_all(path.read_text())
     tasks = spec["root"]["dag"]["tasks"]
-    assert tasks["bench"]["inputs"]["parameters"]["stage"] == {"runtimeValue": {"constant": "bench"}}
-    assert tasks["bench"]["inputs"]["artifacts"]["upstream"]["taskOutputArtifact"]["producerTask"] == "index"
-    assert tasks["evaluate"]["inputs"]["artifacts"]["upstream"]["taskOutputArtifact"]["producerTask"] == "bench"
+    assert tasks["calibrate"]["inputs"]["parameters"]["stage"] == {"runtimeValue": {"constant": "calibrate"}}
+    assert tasks["calibrate"]["inputs"]["artifacts"]["upstream"]["taskOutputArtifact"]["producerTask"] == "bench"
+    assert tasks["evaluate"]["inputs"]["artifacts"]["upstream"]["taskOutputArtifact"]["producerTask"] == "calibrate"

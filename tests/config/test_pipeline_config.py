@@ -26,5 +26,6 @@ def test_repo_params_pipeline_section(repo_root):
     ({"pvc_name": "x"}, "unknown key"),
 ])
 def test_bad_pipeline_values(values, message):
+    images = {"image": "registry.example/uniret:1-gpu", "serving_image": "registry.example/uniret:1"}  # required
     with pytest.raises(ConfigError, match=message):
-        build(PipelineConfig, values, "params.yaml: pipeline")
+        build(PipelineConfig, {**images, **values}, "params.yaml: pipeline")

@@ -140,10 +140,13 @@ def test_a_missing_split_or_dataset_is_named(tmp_path, capsys):
 def test_bundle_argument_resolves_production_a_version_or_a_folder(tmp_path):
     from uniret.commands.evaluate_cmd import resolve_bundle
     from uniret.config import Params
+    from uniret.registry.integrity import write_checksums
     from uniret.registry.pointer import point_to
 
     registry = tmp_path / "registry"
     (registry / "bundles" / "v1").mkdir(parents=True)
+    (registry / "bundles" / "v1" / "manifest.json").write_text("{}")
+    write_checksums(registry / "bundles" / "v1")  # published bundles carry checksums (point_to verifies them)
     params = Params(raw={"registry": {"root": str(registry)}}, profile="tiny", path=tmp_path / "params.yaml")
     with pytest.raises(FileNotFoundError, match="no production bundle"):
         resolve_bundle(params, "production")

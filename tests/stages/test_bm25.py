@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from uniret.data.beir import BeirDataset
+from uniret.data.beir import BeirDataset, read_qrels
+from uniret.data.dev_split import dev_query_ids
 from uniret.data.negatives import iter_negatives
 from uniret.data.slicing import write_slice
 from uniret.retrieval.runs import read_run
@@ -51,7 +52,12 @@ def test_stage_writes_indexes_runs_and_negatives(validated_datasets_fixture, rep
     train_run = read_run(out / "train_run.trec")
     assert set(train_run) <= set(qrels)
     records = list(iter_negatives(out / "negatives.jsonl"))
-    assert {r.query_id for r in records} == {q for q, rels in qrels.items() if any(s > 0 for s in rels.values())}
+    # the dev carve (data.dev) is held out of training: its queries get no negatives, and its
+    # qrels are written beside them
+    dev = read_qrels(out / "dev_qrels.tsv")
+    assert dev and set(dev) == dev_query_ids(qrels, data.dev) and all(dev[q] == qrels[q] for q in dev)
+    judged = {q for q, rels in qrels.items() if any(s > 0 for s in rels.values())}
+    assert {r.query_id for r in records} == judged - set(dev)
     for r in records:
         assert r.query == train.queries()[r.query_id]
         assert set(r.positives) == {d for d, s in qrels[r.query_id].items() if s > 0}

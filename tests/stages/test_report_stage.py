@@ -40,6 +40,7 @@ def ctx(tmp_path, repo_root, shared_data, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "offline")
     raw = yaml.safe_load((repo_root / "params.yaml").read_text())
     raw["registry"] = {"root": "registry", "dvc_push": False}
+    raw["model"]["recipe"] = "unifier"  # the metrics below name its served mode, uni
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
     return make_context(tmp_path / "params.yaml", "tiny", str(shared_data), tmp_path / "artifacts")
 

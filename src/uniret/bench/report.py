@@ -53,8 +53,8 @@ def _skipped(section) -> str | None:
 def _growth_lines(growth: dict) -> list[str]:
     """Latency and bytes/doc per synthetic corpus size, with the dense index chosen at each."""
     lines = ["", "## Cost as the corpus grows (synthetic corpora)", ""]
-    if _skipped(growth):
-        return lines + [f"skipped: {_skipped(growth)}"]
+    if not growth or _skipped(growth):  # an older report, or a run without the section
+        return lines + [f"skipped: {_skipped(growth) or 'not run'}"]
     rows = growth["rows"]
     modes, parts = list(rows[0]["modes"]), list(rows[0]["bytes_per_doc"])
     lines += [growth["method"], "", f"{growth['queries']} real queries; {growth['real_docs']} real documents sampled.",

@@ -98,8 +98,8 @@ def _format_example(row: dict[str, Any], columns: list[str]) -> str:
     """'line 12 (_id=abc)' from a GX unexpected-index row."""
     line = row.get("line")
     # values are record text (a 50 MB document would be quoted whole): each is cut to an excerpt
-    rest = ", ".join(f"{k}={excerpt(row[k])}" for k in columns if k != "line" and k in row)
-    extra = ", ".join(f"{k}={excerpt(v)}" for k, v in row.items() if k not in columns)
+    rest = ", ".join(f"{k}={excerpt(row[k], quote=False)}" for k in columns if k != "line" and k in row)
+    extra = ", ".join(f"{k}={excerpt(v, quote=False)}" for k, v in row.items() if k not in columns)
     detail = ", ".join(x for x in (rest, extra) if x)
     return f"line {line} ({detail})" if line is not None else detail
 

@@ -8,12 +8,14 @@ from typing import Any
 EXCERPT_CHARS = 120
 
 
-def excerpt(value: Any, limit: int = EXCERPT_CHARS) -> str:
-    """repr() of `value` cut to about `limit` characters, saying how long the whole was."""
+def excerpt(value: Any, limit: int = EXCERPT_CHARS, quote: bool = True) -> str:
+    """repr() of `value` (str() with quote=False) cut to about `limit` characters, saying how long
+    the whole was."""
     text = value if isinstance(value, str) else None
     if text is not None and len(text) > limit:
-        return f"{text[:limit]!r}... ({len(text)} chars)"
-    shown = repr(value)
+        cut = text[:limit]
+        return f"{cut!r}... ({len(text)} chars)" if quote else f"{cut}... ({len(text)} chars)"
+    shown = repr(value) if quote else str(value)
     if len(shown) > limit:
         return f"{shown[:limit]}... ({len(shown)} chars)"
     return shown
