@@ -129,6 +129,7 @@ def test_recipes_compare_scores_the_trained_recipes(trained, base, shared_data):
     mode of both, each figure is pytrec_eval's on that system's run, and compare.md shows every row."""
     from uniret.cli import main
     from uniret.evaluation.model_source import TrainedModelSource
+    from uniret.evaluation.recipes_compare import BUNDLE_MODES
     from uniret.retrieval.runs import read_run
 
     recipes = RECIPES[:2]
@@ -140,6 +141,9 @@ def test_recipes_compare_scores_the_trained_recipes(trained, base, shared_data):
     doc = json.loads((out / "compare.json").read_text())
     training = base.params.section("training")
     expected = {"bm25"} | {f"{r}/{m}" for r in recipes for m in training.plan(r).eval_modes}
+    # a recipe served in a fused mode is also scored from its bundle (weights learned on the dev split)
+    expected |= {f"{r}/{m}" for r in recipes if training.plan(r).serve_mode in BUNDLE_MODES
+                 for m in {training.plan(r).serve_mode, "hybrid"}}
     assert set(doc["datasets"]["scifact"]) == expected
     assert doc["recipes"] == recipes and set(doc["seconds"]) == set(recipes)
 

@@ -1,0 +1,43 @@
+"""The default recipe's expected scores (benchmarks/expected/hybrid.yaml): they name the mode the
+default serves, they sit above BM25's references on every set (the claim the file records), and the
+evaluate stage's comparison flags a score outside the stated tolerance.
+
+The scores themselves are checked by every cpu-profile evaluate (`make demo`): training the default
+at cpu scale takes far longer than CI allows, as BM25's full-data run does not."""
+
+from __future__ import annotations
+
+import pytest
+
+from uniret.config import load_params
+from uniret.evaluation.expected import compare, load_expected
+from uniret.evaluation.gate import resolve_gate_config
+
+
+@pytest.fixture(scope="module")
+def expected(repo_root):
+    return load_expected(repo_root / "benchmarks" / "expected" / "hybrid.yaml")
+
+
+def test_expected_file_names_the_default_served_mode_and_is_checked_by_evaluate(repo_root, expected):
+    params = load_params(repo_root / "params.yaml", "cpu")
+    assert expected.system == resolve_gate_config(params).candidate_system
+    assert "benchmarks/expected/hybrid.yaml" in params.section("evaluate").expected_scores
+    assert set(expected.scores) == set(params.section("data").eval_datasets)
+
+
+def test_default_expected_scores_beat_bm25_references(repo_root, expected):
+    bm25 = load_expected(repo_root / "benchmarks" / "expected" / "bm25.yaml")
+    for dataset, refs in expected.scores.items():
+        assert refs["ndcg@10"] > bm25.scores[dataset]["ndcg@10"] + bm25.tolerance, dataset
+
+
+def test_comparison_flags_scores_beyond_the_tolerance(expected):
+    def doc(shift: float) -> dict:
+        return {"datasets": {d: {expected.system: {m: v + shift for m, v in refs.items()}}
+                             for d, refs in expected.scores.items()}}
+
+    assert compare(doc(expected.tolerance / 2), expected) == []
+    failures = compare(doc(-2 * expected.tolerance), expected)
+    assert len(failures) == sum(len(r) for r in expected.scores.values()) and "expected" in failures[0]
+    assert "system not evaluated" in compare({"datasets": {d: {} for d in expected.scores}}, expected)[0]
