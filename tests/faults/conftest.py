@@ -36,7 +36,7 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeou
 
 @pytest.fixture
 def small_data(tmp_path, shared_data):
-    """A data root with tiny slices of scifact and nfcorpus (made from /work/shared/data)."""
+    """A data root with tiny slices of scifact and nfcorpus (made from ../shared/data)."""
     from uniret.config.sections import SliceConfig
     from uniret.data.beir import BeirDataset
     from uniret.data.slicing import write_slice
