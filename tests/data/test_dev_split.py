@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from uniret.config.sections import DevSplitConfig
 from uniret.data.dev_split import dev_query_ids, split_qrels
 
@@ -20,3 +22,12 @@ def test_split_qrels_partitions_the_judged_queries():
     qrels = {f"q{i}": {f"d{i}": 1} for i in range(10)}
     train, dev = split_qrels(qrels, DevSplitConfig(fraction=0.3, seed=1))
     assert len(dev) == 3 and not set(train) & set(dev) and {**train, **dev} == qrels
+
+
+def test_dev_names_are_plain_names():
+    from uniret.config.loader import ConfigError, build
+    from uniret.config.sections import DataConfig
+
+    for bad in ({"datasets": ["../etc"]}, {"split": "/tmp/x"}):
+        with pytest.raises(ConfigError, match="dev"):
+            build(DataConfig, {"dev": bad}, "params.yaml: data")

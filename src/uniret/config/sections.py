@@ -62,13 +62,14 @@ class DataConfig:
         # a path here (absolute, `..`) would make validate write its snapshot onto its own input
         names = [("train_dataset", self.train_dataset)] + [
             (f"eval_datasets[{i}]", n) for i, n in enumerate(self.eval_datasets)
-        ]
+        ] + [(f"dev.datasets[{i}]", n) for i, n in enumerate(self.dev.datasets)]
         for key, name in names:
             if not is_plain_name(name):
                 raise ValueError(f"{key}: dataset name {excerpt(name)} must be {PLAIN_RULE}")
-        for key in ("train_split", "eval_split"):
-            if not is_plain_name(getattr(self, key)):
-                raise ValueError(f"{key}: split {excerpt(getattr(self, key))} must be {PLAIN_RULE}")
+        for key, split in (("train_split", self.train_split), ("eval_split", self.eval_split),
+                           ("dev.split", self.dev.split)):
+            if not is_plain_name(split):
+                raise ValueError(f"{key}: split {excerpt(split)} must be {PLAIN_RULE}")
 
 
 @dataclass
