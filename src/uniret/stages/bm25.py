@@ -104,6 +104,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
         start = time.time()
         ensure_jvm()  # one JVM for the whole stage: indexing and search run in-process
         metrics: dict[str, Any] = {"jvm_start_seconds": round(time.time() - start, 3), "datasets": {}}
+        (out / DEV_RUNS).mkdir()  # always present (dvc.yaml lists it), empty without data.dev.datasets
         for name, dataset in datasets.items():
             stats = build_bm25_index(dataset, out / INDEXES / name, cfg)
             entry: dict[str, Any] = {
