@@ -276,5 +276,8 @@ def test_dvc_repro_and_kfp_local_write_the_same_metrics(tmp_path, repo_root, sha
     by_dvc = _metrics_tables(repo / "artifacts" / "evaluate" / "metrics.json")
     by_kfp = first_promotion["metrics"]
     assert set(by_dvc["datasets"]) == set(EVAL_DATASETS)
-    assert {"bm25", "unifier/uni", "uni"} <= set(by_dvc["datasets"]["scifact"])  # trained and bundle systems
+    recipe = params["model"]["recipe"]
+    plan = params["training"]["recipes"][recipe]
+    trained = {f"{recipe}/{m}" for m in plan["eval_modes"]}
+    assert {"bm25", plan["serve_mode"], *trained} <= set(by_dvc["datasets"]["scifact"])  # trained and bundle systems
     assert by_kfp == by_dvc
