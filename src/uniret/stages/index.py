@@ -109,12 +109,12 @@ def _tuning_runs(queries: dict[str, str], docids: list[str], encoded, encoder, r
     """{mode: dev run} of the fused heads (exact in-memory search over `encoded`) and BM25 (given)."""
     from uniret.retrieval.base import encode_queries
     from uniret.retrieval.modes import build_searchers, memory_corpus_index
+    from uniret.retrieval.runs import ranked
 
     searchers = build_searchers(memory_corpus_index(docids, encoded, rcfg), rcfg, encoder, modes=heads)
     batch = encode_queries(queries, encoder)
     runs = {m: s.search_batch(batch, rcfg.fusion.depth) for m, s in searchers.items()}
-    runs["bm25"] = {q: dict(sorted(bm25_run.get(q, {}).items(), key=lambda x: -x[1])[: rcfg.fusion.depth])
-                    for q in queries}
+    runs["bm25"] = {q: dict(ranked(bm25_run.get(q, {}), rcfg.fusion.depth)) for q in queries}
     return runs
 
 
