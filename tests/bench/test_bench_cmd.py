@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from uniret.bench.runner import SECTIONS
 from uniret.cli import main
-
-SECTIONS = ("modes", "encoders", "sizes", "top_n", "http")
+from uniret.config import load_params
 
 
 @pytest.fixture(scope="module")
@@ -73,19 +73,22 @@ def test_top_n_curve_keeps_at_most_n_terms(bench_out):
 
 
 @pytest.mark.slow
-def test_http_section_served_every_level_without_failures(bench_out):
+def test_http_section_served_every_level_without_failures(bench_out, repo_root):
     http = bench_out[0]["http"]
-    assert http["host"] == "127.0.0.1" and set(http["levels"]) == {"1", "16"}
+    cfg = load_params(repo_root / "params.yaml", "tiny").section("bench")
+    assert http["host"] == "127.0.0.1" and set(http["levels"]) == {str(c) for c in cfg.http.concurrency}
     for row in http["levels"].values():
         assert row["failed"] == 0 and 0 < row["n"] <= 48 and row["p95_ms"] > 0
 
 
 @pytest.mark.slow
-def test_markdown_report_has_every_section_and_the_targets(bench_out):
+def test_markdown_report_has_every_section_and_the_targets(bench_out, repo_root):
     result, md = bench_out
     for header in ("## Targets", "## Retrieval modes", "## Encoders", "## Index sizes", "## Top-N sparsification",
                    "## Serving over HTTP"):
         assert header in md
     assert result["machine"]["cpu_model"] in md
-    assert [t["bound"] for t in result["targets"]] == ["<= 1.1", ">= 2.0", "< 50.0"]
+    goal = load_params(repo_root / "params.yaml", "tiny").section("bench").targets
+    assert [t["bound"] for t in result["targets"]] == [f"<= {goal.uni_vs_bm25_p50}", f">= {goal.onnx_speedup_p50}",
+                                                       f"< {goal.http_p95_ms}", f">= {goal.http_qps}"]
     assert all(t["measured"] is not None for t in result["targets"])

@@ -6,6 +6,7 @@ import pytest
 
 from uniret.bench.report import render_markdown, targets
 from uniret.bench.stats import latency_summary
+from uniret.config.serving import BenchTargets
 
 
 def test_latency_summary_percentiles_and_qps():
@@ -26,10 +27,10 @@ def test_targets_compare_measurements_with_bounds():
         "http": {"levels": {"1": {"p95_ms": 10.0, "qps": 90.0}, "16": {"p95_ms": 70.0, "qps": 650.0},
                             "64": {"p95_ms": 200.0, "qps": 700.0}}},
     }
-    got = {" ".join(t["target"].split(" ")[:2]): (t["measured"], t["met"]) for t in targets(result)}
+    got = {" ".join(t["target"].split(" ")[:2]): (t["measured"], t["met"]) for t in targets(result, BenchTargets())}
     assert got == {"uni p50": (1.3, False), "ONNX query": (2.4, True), "serving p95": (70.0, False),
                    "serving QPS": (650.0, True)}  # serving targets at 16 clients, not the busiest level
-    missing = targets({"modes": {}, "encoders": {}, "http": {"skipped": "x"}})
+    missing = targets({"modes": {}, "encoders": {}, "http": {"skipped": "x"}}, BenchTargets())
     assert [t["met"] for t in missing] == [None, None, None, None]
 
 
@@ -42,6 +43,6 @@ def test_markdown_names_skipped_sections():
         "modes": {"skipped": "--skip"}, "encoders": {"skipped": "failed: boom"}, "sizes": {"skipped": "--skip"},
         "top_n": {"skipped": "--skip"}, "http": {"skipped": "--skip"},
     }
-    result["targets"] = targets(result)
+    result["targets"] = targets(result, BenchTargets())
     md = render_markdown(result)
     assert "skipped: failed: boom" in md and md.count("skipped: --skip") == 4 and "cpu X" in md

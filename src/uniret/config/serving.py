@@ -118,6 +118,23 @@ def _stage_http() -> HttpBenchConfig:
 
 
 @dataclass
+class BenchTargets:
+    """The speed targets bench.md reports each measurement against (reported, never asserted)."""
+
+    uni_vs_bm25_p50: float = 1.1  # uni-retrieval p50 / BM25 p50, query encoding included
+    onnx_speedup_p50: float = 2.0  # ONNX Runtime over torch eager, batch-1 query encoding
+    http_p95_ms: float = 50.0
+    http_qps: float = 600.0
+    http_clients: int = 16  # the concurrency the serving targets are stated at
+
+    def validate(self) -> None:
+        if min(self.uni_vs_bm25_p50, self.onnx_speedup_p50, self.http_p95_ms, self.http_qps) <= 0:
+            raise ValueError("bench targets must be positive")
+        if self.http_clients <= 0:
+            raise ValueError(f"http_clients must be positive, got {self.http_clients}")
+
+
+@dataclass
 class BenchStageConfig:
     """The DAG's `bench` stage: a short run on the candidate bundle whose figures the gate reads.
 
@@ -159,6 +176,7 @@ class BenchConfig:
     out_dir: str = "benchmarks/results"  # relative to the params file's folder
     stage: BenchStageConfig = field(default_factory=BenchStageConfig)  # the DAG stage's shorter run
     growth: GrowthConfig = field(default_factory=GrowthConfig)
+    targets: BenchTargets = field(default_factory=BenchTargets)
 
     def validate(self) -> None:
         if self.max_queries is not None and self.max_queries <= 0:
