@@ -90,3 +90,21 @@ def test_fusion_searcher_uses_learned_weights_over_alpha():
     assert default.weights == [0.5, 0.5]
     with pytest.raises(ValueError, match="weights"):
         FusionSearcher([Fixed(LEX), Fixed(DEN)], "hybrid", depth=10, weights=[1.0])
+
+
+def test_each_run_is_taken_to_its_own_depth():
+    batch = QueryBatch(ids=["q1"], texts=["unused"])
+    parts = [FixedRun(LEX, "lexical"), FixedRun(DEN, "bm25")]
+    # the second run cut at 2 docs (b, d): min-max over those two, a gets nothing from it
+    fused = FusionSearcher(parts, "hybrid", depth=[3, 2], weights=[0.3, 0.7]).search_batch(batch, 2)
+    assert fused == interpolate([LEX, {"q1": {"b": 0.9, "d": 0.5}}], [0.3, 0.7], 2)
+    assert fused != interpolate([LEX, DEN], [0.3, 0.7], 2)
+    with pytest.raises(ValueError, match="depths"):
+        FusionSearcher(parts, "hybrid", depth=[3])
+
+
+def test_fusion_config_cuts_bm25_at_its_own_depth():
+    cfg = build(FusionConfig, {"depth": 1000, "bm25_depth": 100}, "fusion")
+    assert [cfg.depth_of(r) for r in ("dense", "lexical", "bm25")] == [1000, 1000, 100]
+    with pytest.raises(ConfigError, match="bm25_depth"):
+        build(FusionConfig, {"bm25_depth": 0}, "fusion")

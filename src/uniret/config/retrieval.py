@@ -67,6 +67,13 @@ class FusionConfig:
     alpha: float = 0.5
     rrf_k: int = 60  # Cormack et al. 2009
     depth: int = 1000  # docs taken from each fused run
+    # BM25's run is cut shorter: Lucene pays per returned hit (stored docid + a JNI call), 19 ms at
+    # 1000 vs 7 ms at 100 per query here, and the dev fusion score is the same (0.557 both)
+    bm25_depth: int = 100
+
+    def depth_of(self, run: str) -> int:
+        """How many docs a fusion takes from `run`."""
+        return self.bm25_depth if run == "bm25" else self.depth
 
     def validate(self) -> None:
         if not 0.0 <= self.alpha <= 1.0:
@@ -76,8 +83,8 @@ class FusionConfig:
         bad = [r for r in self.runs if r not in ("bm25", "dense", "lexical", "uni")]
         if bad:
             raise ValueError(f"runs: cannot fuse {bad}; choose from bm25, dense, lexical, uni")
-        if self.rrf_k < 0 or self.depth <= 0:
-            raise ValueError("rrf_k must be >= 0 and depth positive")
+        if self.rrf_k < 0 or self.depth <= 0 or self.bm25_depth <= 0:
+            raise ValueError("rrf_k must be >= 0, depth and bm25_depth positive")
 
 
 @dataclass

@@ -62,8 +62,9 @@ def fusion_weights(n_runs: int, alpha: float) -> list[float]:
 class FusionSearcher(Searcher):
     """Fuses the runs of other searchers (each taken to `depth`): `hybrid` or `rrf`."""
 
-    def __init__(self, searchers: Sequence[Searcher], method: str, depth: int, alpha: float = 0.5, rrf_k: int = 60,
-                 weights: Sequence[float] | None = None):
+    def __init__(self, searchers: Sequence[Searcher], method: str, depth: int | Sequence[int], alpha: float = 0.5,
+                 rrf_k: int = 60, weights: Sequence[float] | None = None):
+        """`depth`: docs taken from every run, or one depth per run (e.g. a shorter BM25 run)."""
         if method not in ("hybrid", "rrf"):
             raise ValueError(f"unknown fusion method {method!r}; use hybrid or rrf")
         if weights is not None and len(weights) != len(searchers):
@@ -71,7 +72,9 @@ class FusionSearcher(Searcher):
         self.searchers = list(searchers)
         self.mode = method
         self.method = method
-        self.depth = depth
+        self.depths = [depth] * len(self.searchers) if isinstance(depth, int) else list(depth)
+        if len(self.depths) != len(self.searchers):
+            raise ValueError(f"{len(searchers)} runs to fuse but {len(self.depths)} depths")
         self.alpha = alpha
         self.rrf_k = rrf_k
         # learned weights (index stage, dev split) win over params' alpha / equal weights
@@ -88,11 +91,11 @@ class FusionSearcher(Searcher):
         self.ties = tie_ranks(self.docids) if self.on_arrays else None
 
     def search_batch(self, batch: QueryBatch, k: int) -> Run:
-        depth = max(self.depth, k)
+        depths = [max(d, k) for d in self.depths]
         if self.on_arrays:
-            hits = [s.search_arrays(batch, depth) for s in self.searchers]
+            hits = [s.search_arrays(batch, d) for s, d in zip(self.searchers, depths, strict=True)]
             return {qid: self._fuse_arrays([h[i] for h in hits], k) for i, qid in enumerate(batch.ids)}
-        runs = [s.search_batch(batch, depth) for s in self.searchers]
+        runs = [s.search_batch(batch, d) for s, d in zip(self.searchers, depths, strict=True)]
         if self.method == "rrf":
             return reciprocal_rank(runs, self.rrf_k, k)
         return interpolate(runs, self.weights, k)

@@ -124,10 +124,10 @@ def build_searchers(
         elif mode == "clear":
             searcher = ClearSearcher(make("bm25"), make("dense"), index.bm25_weight, cfg.fusion.depth)
         else:  # hybrid, hybrid_bm25, rrf
-            parts = [make(m) for m in fused_runs(mode, cfg)]
+            names = fused_runs(mode, cfg)
             method = "rrf" if mode == "rrf" else "hybrid"
-            searcher = FusionSearcher(parts, method, cfg.fusion.depth, cfg.fusion.alpha, cfg.fusion.rrf_k,
-                                      weights=index.fusion_weights.get(mode))
+            searcher = FusionSearcher([make(m) for m in names], method, [cfg.fusion.depth_of(m) for m in names],
+                                      cfg.fusion.alpha, cfg.fusion.rrf_k, weights=index.fusion_weights.get(mode))
             searcher.mode = mode
         built[mode] = searcher
         return searcher

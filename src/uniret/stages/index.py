@@ -113,8 +113,8 @@ def _tuning_runs(queries: dict[str, str], docids: list[str], encoded, encoder, r
 
     searchers = build_searchers(memory_corpus_index(docids, encoded, rcfg), rcfg, encoder, modes=heads)
     batch = encode_queries(queries, encoder)
-    runs = {m: s.search_batch(batch, rcfg.fusion.depth) for m, s in searchers.items()}
-    runs["bm25"] = {q: dict(ranked(bm25_run.get(q, {}), rcfg.fusion.depth)) for q in queries}
+    runs = {m: s.search_batch(batch, rcfg.fusion.depth_of(m)) for m, s in searchers.items()}
+    runs["bm25"] = {q: dict(ranked(bm25_run.get(q, {}), rcfg.fusion.depth_of("bm25"))) for q in queries}
     return runs
 
 
