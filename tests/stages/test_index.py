@@ -191,6 +191,21 @@ def test_evaluate_stage_scores_every_bundle_mode(built, monkeypatch):
     assert (ctx.stage_dir("evaluate") / "runs" / "uni" / "nfcorpus.trec").is_file()
 
 
+@pytest.mark.slow
+def test_a_rerun_reads_the_corpus_encodings_of_the_same_checkpoint_from_the_cache(built, monkeypatch):
+    ctx, first = built
+    assert first["corpus_encode_docs_per_s"] > 0  # the first run encoded
+    before = (ctx.stage_dir("index") / "bundle" / "dense.faiss").read_bytes()
+
+    def no_encoding(*args, **kwargs):
+        raise AssertionError("the index stage encoded a corpus whose encodings are cached")
+
+    monkeypatch.setattr(index_stage, "encode_corpus", no_encoding)
+    again = index_stage.run(ctx)
+    assert again["corpus_encode_docs_per_s"] is None
+    assert (ctx.stage_dir("index") / "bundle" / "dense.faiss").read_bytes() == before
+
+
 def test_a_folder_without_manifest_is_not_a_bundle(tmp_path):
     from uniret.retrieval.bundle import load_searchers
 

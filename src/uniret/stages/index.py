@@ -88,17 +88,30 @@ def _cache_key(info: dict[str, Any]) -> str | None:
     return encoder_key(info["config"], info["checkpoint_sha256"]) if info.get("config") is not None else None
 
 
-def _seed_encoding_cache(ctx: StageContext, info: dict[str, Any], dataset: BeirDataset, docids: list[str],
-                         encoded) -> None:
-    """Store the corpus encodings under the checkpoint's cache key: the evaluate stage scores this
-    checkpoint on this corpus too (trained source) and then reads them instead of encoding again."""
-    from uniret.retrieval.corpus_cache import store_corpus_encoding
+def _corpus_encoding(ctx: StageContext, key: str | None, dataset: BeirDataset, docs: list, encode):
+    """(encodings, seconds spent encoding) of the train corpus; seconds None when they came from the cache.
 
-    key = _cache_key(info)
+    The cache is keyed by the checkpoint and the corpus contents, so a rerun of the index stage for
+    other retrieval or fusion settings does not encode again, and the evaluate stage, which scores
+    this checkpoint on this corpus too, reads them instead of encoding.
+    """
+    from uniret.retrieval.corpus_cache import cached_corpus_encoding
+
     if key is None:
-        return
+        start = time.perf_counter()
+        return encode(), time.perf_counter() - start
+    timing: dict[str, float] = {}
+
+    def timed():
+        start = time.perf_counter()
+        out = encode()
+        timing["seconds"] = time.perf_counter() - start
+        return out
+
     root = ctx.artifacts / ctx.params.section("training").evaluation.cache_dir
-    store_corpus_encoding(root, key, dataset.corpus_path, docids, encoded, label=f"index/{dataset.name}")
+    encoded = cached_corpus_encoding(root, key, dataset.corpus_path, [d.id for d in docs], timed,
+                                     label=f"index/{dataset.name}")
+    return encoded, timing.get("seconds")
 
 
 FUSION_MODES = ("hybrid", "hybrid_bm25")  # min-max fusions whose weights are learned on the dev split
@@ -215,24 +228,24 @@ def run(ctx: StageContext) -> dict[str, Any]:
             model.to(default_device())  # export and parity ran on the CPU; encode on the GPU if any
             torch_enc = TorchTextEncoder(model, tokenizer, cfg.doc_batch_size, qlen, dlen)
         encoder = onnx_enc if cfg.corpus_encoder == "onnx" else torch_enc
-        start = time.perf_counter()
         dist = ctx.params.section("distributed")  # encode_shards > 1: parallel worker processes
         spec = EncoderSpec(cfg.corpus_encoder, str(bundle / ONNX_DIR if cfg.corpus_encoder == "onnx" else model_dir),
                            cfg.doc_batch_size, qlen, dlen, tokenizer=str(bundle / TOKENIZER_DIR))
-        encoded = encode_corpus(encoder, spec, [d.contents for d in docs], [d.id for d in docs], dist.encode_shards,
-                                dist.encode_threads, work_dir=tmp)
-        encode_seconds = time.perf_counter() - start
+        info = _model_info(ctx, model, stage, model_dir)
+        encoded, encode_seconds = _corpus_encoding(
+            ctx, _cache_key(info), dataset, docs,
+            lambda: encode_corpus(encoder, spec, [d.contents for d in docs], [d.id for d in docs],
+                                  dist.encode_shards, dist.encode_threads, work_dir=tmp))
         metrics: dict[str, Any] = write_index_structures(
             bundle, [d.id for d in docs], encoded, vocab_tokens(tokenizer), rcfg
         )
-        info = _model_info(ctx, model, stage, model_dir)
-        _seed_encoding_cache(ctx, info, dataset, [d.id for d in docs], encoded)
         fusion = _learn_fusion(ctx, cfg, rcfg, dataset, [d.id for d in docs], encoded, onnx_enc, _cache_key(info))
         shutil.copytree(bm25_index, bundle / BM25_DIR)
         metrics.update(
             corpus_encoder=cfg.corpus_encoder,
             encode_shards=dist.encode_shards,
-            corpus_encode_docs_per_s=round(len(docs) / max(encode_seconds, 1e-9), 2),
+            # None: this checkpoint's encodings of the corpus came from the cache (a rerun for other settings)
+            corpus_encode_docs_per_s=None if encode_seconds is None else round(len(docs) / max(encode_seconds, 1e-9), 2),
             bundle_bytes=sum(p.stat().st_size for p in bundle.rglob("*") if p.is_file()),
         )
         atomic_write_json(
