@@ -164,7 +164,7 @@ class BenchConfig:
     split: str = "test"
     max_queries: int | None = None  # None: every query of the split
     warmup_queries: int = 5  # run and discarded before each timed series (JIT, caches, lazy opens)
-    modes: list[str] = field(default_factory=lambda: ["bm25", "dense", "lexical", "uni", "hybrid", "rrf"])
+    modes: list[str] = field(default_factory=lambda: ["bm25", "dense", "lexical", "uni", "hybrid", "hybrid_bm25", "rrf"])
     k: int = 10  # depth of the timed searches
     eval_k: int = 10  # nDCG cut-off reported next to speed
     encode_queries: int = 200  # batch-1 query encodings timed per encoder (torch, ONNX)
