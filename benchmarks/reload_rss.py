@@ -42,8 +42,7 @@ def main() -> int:
         series.append(round(rss_mb(), 1))
     state.close()
     result = {"reloads": args.reloads, "trim": not args.no_trim, "rss_mb_first": series[0], "rss_mb_last": series[-1],
-              "rss_mb_max": max(series), "rss_mb_every_10": series[::10], "seconds": round(time.time() - start, 1),
-              "note": "measured on a shared 2-core machine under load from other jobs"}
+              "rss_mb_max": max(series), "rss_mb_every_10": series[::10], "seconds": round(time.time() - start, 1)}
     out = Path(args.out)
     data = json.loads(out.read_text()) if out.is_file() else {}
     data["trim" if result["trim"] else "no_trim"] = result

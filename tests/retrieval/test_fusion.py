@@ -99,6 +99,12 @@ def test_each_run_is_taken_to_its_own_depth():
     fused = FusionSearcher(parts, "hybrid", depth=[3, 2], weights=[0.3, 0.7]).search_batch(batch, 2)
     assert fused == interpolate([LEX, {"q1": {"b": 0.9, "d": 0.5}}], [0.3, 0.7], 2)
     assert fused != interpolate([LEX, DEN], [0.3, 0.7], 2)
+    # a deeper k keeps each run at its own depth: the top-2 is the prefix of the top-3
+    deeper = FusionSearcher(parts, "hybrid", depth=[3, 2], weights=[0.3, 0.7]).search_batch(batch, 3)
+    assert list(deeper["q1"])[:2] == list(fused["q1"])
+    # no run reaches k: every run is taken to k
+    shallow = FusionSearcher(parts, "hybrid", depth=[1, 1], weights=[0.3, 0.7]).search_batch(batch, 3)
+    assert shallow == interpolate([LEX, DEN], [0.3, 0.7], 3)
     with pytest.raises(ValueError, match="depths"):
         FusionSearcher(parts, "hybrid", depth=[3])
 

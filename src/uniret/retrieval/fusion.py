@@ -91,7 +91,9 @@ class FusionSearcher(Searcher):
         self.ties = tie_ranks(self.docids) if self.on_arrays else None
 
     def search_batch(self, batch: QueryBatch, k: int) -> Run:
-        depths = [max(d, k) for d in self.depths]
+        # each run to its own depth, so a fused top-10 is the prefix of the fused top-1000 that
+        # evaluation scores; only when no run reaches k are they all taken to k
+        depths = self.depths if max(self.depths) >= k else [max(d, k) for d in self.depths]
         if self.on_arrays:
             hits = [s.search_arrays(batch, d) for s, d in zip(self.searchers, depths, strict=True)]
             return {qid: self._fuse_arrays([h[i] for h in hits], k) for i, qid in enumerate(batch.ids)}
