@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-# Every mode a Searcher can be built for; `modes:` in params.yaml picks a subset.
-MODES = ("bm25", "dense", "lexical", "uni", "uni_gated", "hybrid", "hybrid_bm25", "rrf", "exhaustive", "clear")
+from uniret.config.modes import DEFAULT_MODES, MODES
 
 
 @dataclass
@@ -84,9 +83,7 @@ class FusionConfig:
 class RetrievalConfig:
     """The `retrieval` section: which modes to build and each mode's parameters."""
 
-    modes: list[str] = field(
-        default_factory=lambda: ["bm25", "dense", "lexical", "uni", "hybrid", "rrf", "exhaustive"]
-    )
+    modes: list[str] = field(default_factory=lambda: list(DEFAULT_MODES))
     k: int = 1000  # depth of every run
     query_batch_size: int = 64  # query lengths come from the model's config (what it was trained with)
     dense: DenseIndexConfig = field(default_factory=DenseIndexConfig)

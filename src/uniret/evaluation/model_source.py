@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from uniret.config.modes import MODEL_SEARCH_MODES
 from uniret.evaluation.sources import Runs, SourceUnavailable, eval_datasets
 from uniret.retrieval.clear import clear_runs
 from uniret.retrieval.runs import read_run
@@ -26,7 +27,6 @@ log = logging.getLogger("uniret.evaluation")
 
 FINAL_STAGES = ("distill", "continual", "warmup")  # the most trained checkpoint first
 BM25_RUNS = "runs"  # artifacts/bm25/runs/<dataset>.trec
-RETRIEVAL_MODES = ("dense", "lexical", "uni", "hybrid", "rrf", "exhaustive")
 
 
 def model_runs(
@@ -49,7 +49,7 @@ def model_runs(
     data = ctx.params.section("data")
     mcfg = model.model_config
     encoder = TorchTextEncoder(model, tokenizer, ecfg.doc_batch_size, mcfg.query_max_length, mcfg.doc_max_length)
-    search_modes = [m for m in modes if m in RETRIEVAL_MODES]
+    search_modes = [m for m in modes if m in MODEL_SEARCH_MODES]
     if "clear" in modes and "dense" not in search_modes:
         search_modes.append("dense")
     runs: Runs = {}

@@ -18,6 +18,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from uniret.config.modes import FUSION_MODES  # min-max fusions: weights learned on the dev split
 from uniret.config.retrieval import IndexConfig, RetrievalConfig
 from uniret.data.beir import BeirDataset
 from uniret.errors import StageFailed
@@ -101,7 +102,6 @@ def _seed_encoding_cache(ctx: StageContext, info: dict[str, Any], dataset: BeirD
     store_corpus_encoding(root, key, dataset.corpus_path, docids, encoded, label=f"index/{dataset.name}")
 
 
-FUSION_MODES = ("hybrid", "hybrid_bm25")  # min-max fusions whose weights are learned on the dev split
 
 
 def _tuning_runs(queries: dict[str, str], docids: list[str], encoded, encoder, rcfg: RetrievalConfig,
