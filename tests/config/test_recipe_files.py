@@ -67,4 +67,4 @@ def test_show_prints_the_resolved_settings_of_the_recipe_and_profile(repo_root, 
     unifier = shown["losses"]["recipes"]["unifier"]
     assert unifier["warmup"]["flops"]["schedule"]["ramp_steps"] == 10000  # the gpu profile of recipes/unifier.yaml
     assert shown["training"]["recipes"]["unifier"]["serve_mode"] == "uni"
-    assert shown["model"]["encode_batch_size"] == params.section("model").encode_batch_size
+    assert shown["encoding"]["batch_size"] == 256  # params.yaml encoding, gpu profile

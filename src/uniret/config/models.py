@@ -88,15 +88,12 @@ class ModelSection:
     recipe: str = "hybrid"  # the name of a recipes/<name>.yaml
     recipes: dict[str, RecipeConfig] = field(default_factory=dict)  # filled from the recipe files
     reranker: ModelConfig = field(default_factory=lambda: ModelConfig(arch="reranker", backbone="minilm"))
-    encode_batch_size: int = 32  # texts per forward pass when encoding (mining, indexing)
 
     def validate(self) -> None:
         if self.recipe not in self.recipes:
             raise ValueError(f"recipe {self.recipe!r}: no recipes/{self.recipe}.yaml; known: {sorted(self.recipes)}")
         if self.reranker.arch != "reranker":
             raise ValueError(f"reranker.arch must be 'reranker', got {self.reranker.arch!r}")
-        if self.encode_batch_size < 1:
-            raise ValueError(f"encode_batch_size must be >= 1, got {self.encode_batch_size}")
 
     def active(self) -> RecipeConfig:
         """The RecipeConfig of the active recipe."""

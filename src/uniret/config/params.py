@@ -52,6 +52,7 @@ SECTIONS: dict[str, str] = {
     "training": "uniret.config.recipes:TrainingSection",
     "serve": "uniret.config.serving:ServeConfig",
     "bench": "uniret.config.serving:BenchConfig",
+    "encoding": "uniret.config.encoding:EncodingConfig",
     "distributed": "uniret.config.distributed:DistributedConfig",
     "opensearch": "uniret.config.export:OpenSearchExportConfig",
 }

@@ -145,8 +145,6 @@ class ModelEvalConfig:
     # untrained starting points, reported as "zeroshot-<name>/<mode>"
     zeroshot: dict[str, ModelConfig] = field(default_factory=dict)
     zeroshot_modes: dict[str, list[str]] = field(default_factory=dict)
-    cache_dir: str = "cache/encoded"  # under the artifacts root: corpus encodings per (model hash, dataset)
-    doc_batch_size: int = 32
     # CLEAR: docs taken from each of the BM25 and embedding runs before Eq. 5 interpolation
     clear_depth: int = 1000
 
@@ -154,8 +152,8 @@ class ModelEvalConfig:
         unknown = sorted(set(self.zeroshot_modes) - set(self.zeroshot))
         if unknown:
             raise ValueError(f"zeroshot_modes: {unknown} not defined under zeroshot")
-        if self.doc_batch_size < 1 or self.clear_depth < 1:
-            raise ValueError("doc_batch_size and clear_depth must be >= 1")
+        if self.clear_depth < 1:
+            raise ValueError("clear_depth must be >= 1")
 
 
 @dataclass(kw_only=True)

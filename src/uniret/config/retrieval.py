@@ -162,14 +162,9 @@ class FusionTuningConfig:
 
 @dataclass
 class IndexConfig:
-    """The `index` section: which checkpoint to index and how to encode the corpus."""
+    """The `index` section: which checkpoint to index and which encoder encodes the corpus (batch: `encoding`)."""
 
     source_stage: Literal["auto", "distill", "continual", "warmup"] = "auto"
     corpus_encoder: Literal["onnx", "torch"] = "onnx"  # onnx: the same graph serving runs
-    doc_batch_size: int = 32  # document lengths come from the model's config
     export: ExportConfig = field(default_factory=ExportConfig)
     fusion: FusionTuningConfig = field(default_factory=FusionTuningConfig)
-
-    def validate(self) -> None:
-        if self.doc_batch_size <= 0:
-            raise ValueError(f"doc_batch_size must be positive, got {self.doc_batch_size}")

@@ -167,7 +167,6 @@ class BenchConfig:
     eval_k: int = 10  # nDCG cut-off reported next to speed
     encode_queries: int = 200  # batch-1 query encodings timed per encoder (torch, ONNX)
     encode_docs: int = 256  # corpus documents encoded per encoder for the docs/s figure
-    encode_batch_size: int = 32
     top_n: list[int | None] = field(default_factory=lambda: [4, 8, 16, 32, 64, 128, None])  # None: all terms
     threads: int = 2  # Lucene search threads, onnxruntime intra-op threads and torch threads
     http: HttpBenchConfig
@@ -179,7 +178,7 @@ class BenchConfig:
     def validate(self) -> None:
         if self.max_queries is not None and self.max_queries <= 0:
             raise ValueError(f"max_queries must be positive or null, got {self.max_queries}")
-        for name in ("k", "eval_k", "encode_queries", "encode_docs", "encode_batch_size", "threads"):
+        for name in ("k", "eval_k", "encode_queries", "encode_docs", "threads"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.warmup_queries < 0:

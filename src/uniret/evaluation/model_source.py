@@ -9,7 +9,7 @@
   BM25 with the CLEAR recipe's lambda_test (Eq. 5): the baseline of what residual training adds.
 Search is in memory and exact (faiss flat, exact sparse products over quantized impacts, the
 retrieval modules of uniret.retrieval). Corpus encodings are cached per (model hash, corpus)
-under artifacts/<training.evaluation.cache_dir>, so an unchanged model is never re-encoded.
+under artifacts/<encoding.cache_dir>, so an unchanged model is never re-encoded.
 """
 
 from __future__ import annotations
@@ -45,10 +45,10 @@ def model_runs(
     from uniret.retrieval.modes import build_searchers, memory_corpus_index
 
     rcfg = ctx.params.section("retrieval")
-    ecfg = ctx.params.section("training").evaluation
+    ecfg = ctx.params.section("encoding")
     data = ctx.params.section("data")
     mcfg = model.model_config
-    encoder = TorchTextEncoder(model, tokenizer, ecfg.doc_batch_size, mcfg.query_max_length, mcfg.doc_max_length)
+    encoder = TorchTextEncoder(model, tokenizer, ecfg.batch_size, mcfg.query_max_length, mcfg.doc_max_length)
     search_modes = [m for m in modes if m in MODEL_SEARCH_MODES]
     if "clear" in modes and "dense" not in search_modes:
         search_modes.append("dense")
@@ -64,7 +64,7 @@ def model_runs(
         index = memory_corpus_index(docids, encoded, rcfg)
         searchers = build_searchers(index, rcfg, encoder, modes=search_modes)
         batch = encode_queries(dataset.split_queries(data.eval_split), encoder)
-        depth = max(rcfg.k, ecfg.clear_depth) if "clear" in modes else rcfg.k
+        depth = max(rcfg.k, ctx.params.section("training").evaluation.clear_depth) if "clear" in modes else rcfg.k
         found = {mode: s.search_batch(batch, depth if mode == "dense" else rcfg.k) for mode, s in searchers.items()}
         if "clear" in modes:
             if bm25_weight is None:

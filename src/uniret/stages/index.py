@@ -98,7 +98,7 @@ def _seed_encoding_cache(ctx: StageContext, info: dict[str, Any], dataset: BeirD
     key = _cache_key(info)
     if key is None:
         return
-    root = ctx.artifacts / ctx.params.section("training").evaluation.cache_dir
+    root = ctx.artifacts / ctx.params.section("encoding").cache_dir
     store_corpus_encoding(root, key, dataset.corpus_path, docids, encoded, label=f"index/{dataset.name}")
 
 
@@ -147,7 +147,7 @@ def _learn_fusion(ctx: StageContext, cfg: IndexConfig, rcfg: RetrievalConfig, da
     if queries:
         train_run = read_run(ctx.require("bm25") / TRAIN_RUN)
         sets.append((dataset.name, qrels, _tuning_runs(queries, docids, encoded, encoder, rcfg, heads, train_run)))
-    cache_root = ctx.artifacts / ctx.params.section("training").evaluation.cache_dir
+    cache_root = ctx.artifacts / ctx.params.section("encoding").cache_dir
     for name in (n for n in data.dev.datasets if n in data.eval_datasets):  # the bm25 stage ran only these
         other = ctx.dataset(name)
         docs = list(other.iter_corpus())
@@ -193,12 +193,13 @@ def run(ctx: StageContext) -> dict[str, Any]:
     log.info("index: %s checkpoint %s, corpus %s", stage, model_dir, dataset.name)
 
     inputs = {"model": model_dir, "corpus": dataset.corpus_path, "bm25_index": bm25_index}
-    with stage_output(ctx, STAGE, sections=["data", "index", "retrieval", "bm25", "model"], inputs=inputs) as (tmp, manifest):
+    with stage_output(ctx, STAGE, sections=["data", "index", "retrieval", "bm25", "model", "encoding"], inputs=inputs) as (tmp, manifest):
         bundle = tmp / BUNDLE
         outputs = export_encoders(model, tokenizer, bundle / ONNX_DIR, cfg.export, qlen, dlen)
         tokenizer.save_pretrained(str(bundle / TOKENIZER_DIR))
-        torch_enc = TorchTextEncoder(model, tokenizer, cfg.doc_batch_size, qlen, dlen)
-        onnx_enc = OnnxEncoder(bundle / ONNX_DIR, tokenizer, cfg.doc_batch_size, qlen, dlen)
+        batch = ctx.params.section("encoding").batch_size
+        torch_enc = TorchTextEncoder(model, tokenizer, batch, qlen, dlen)
+        onnx_enc = OnnxEncoder(bundle / ONNX_DIR, tokenizer, batch, qlen, dlen)
         parity_texts = _parity_texts(dataset, data.train_split, cfg)
         parity = check_parity(torch_enc, onnx_enc, *parity_texts, cfg.export.parity)
         int8 = quantize_query_encoder(bundle / ONNX_DIR, onnx_enc, *parity_texts, cfg.export.quantize,
@@ -211,12 +212,12 @@ def run(ctx: StageContext) -> dict[str, Any]:
             from uniret.models.encode import default_device
 
             model.to(default_device())  # export and parity ran on the CPU; encode on the GPU if any
-            torch_enc = TorchTextEncoder(model, tokenizer, cfg.doc_batch_size, qlen, dlen)
+            torch_enc = TorchTextEncoder(model, tokenizer, batch, qlen, dlen)
         encoder = onnx_enc if cfg.corpus_encoder == "onnx" else torch_enc
         start = time.perf_counter()
         dist = ctx.params.section("distributed")  # encode_shards > 1: parallel worker processes
         spec = EncoderSpec(cfg.corpus_encoder, str(bundle / ONNX_DIR if cfg.corpus_encoder == "onnx" else model_dir),
-                           cfg.doc_batch_size, qlen, dlen, tokenizer=str(bundle / TOKENIZER_DIR))
+                           batch, qlen, dlen, tokenizer=str(bundle / TOKENIZER_DIR))
         encoded = encode_corpus(encoder, spec, [d.contents for d in docs], [d.id for d in docs], dist.encode_shards,
                                 dist.encode_threads, work_dir=tmp)
         encode_seconds = time.perf_counter() - start
@@ -252,6 +253,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
                     "retrieval": dataclasses.asdict(rcfg),
                     "bm25": dataclasses.asdict(ctx.params.section("bm25")),
                     "index": dataclasses.asdict(cfg),
+                    "encoding": dataclasses.asdict(ctx.params.section("encoding")),
                 },
                 "metrics": metrics,
                 "parity": parity,
