@@ -17,7 +17,7 @@ class GateConfig:
     """
 
     # a system key of evaluate's metrics.json ("uni", "clear", "unifier/hybrid", ...); None: the bundle
-    # mode the active recipe serves (training.recipes.<recipe>.serve_mode), see resolve_gate_config
+    # mode the active recipe serves (serve_mode in recipes/<recipe>.yaml), see resolve_gate_config
     candidate_system: str | None = None
     baseline_system: str = "bm25"
     metric: str = "ndcg@10"

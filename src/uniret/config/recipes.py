@@ -1,9 +1,9 @@
 """Typed config of the training stages (`training` section): which stages each recipe runs,
 how each stage trains, how negatives are mined, and how trained / zero-shot models are evaluated.
 
-The active recipe is `model.recipe` (one source of truth, shared with the model and losses
-sections); `training.recipes.<name>` says which of the training stages that recipe runs and
-where its negatives come from. A stage outside the list still runs and writes a manifest that
+The active recipe is `model.recipe`; its plan (the `stages`, `mine_channels`, ... keys of
+recipes/<name>.yaml, attached as `training.recipes.<name>` by config.recipe_files) says which of
+the training stages that recipe runs and where its negatives come from. A stage outside the list still runs and writes a manifest that
 says "skipped by recipe <name>", so the DAG keeps its shape.
 """
 

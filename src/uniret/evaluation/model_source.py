@@ -68,7 +68,7 @@ def model_runs(
         found = {mode: s.search_batch(batch, depth if mode == "dense" else rcfg.k) for mode, s in searchers.items()}
         if "clear" in modes:
             if bm25_weight is None:
-                raise ValueError(f"{prefix}: mode clear needs model.recipes.<recipe>.bm25_weight")
+                raise ValueError(f"{prefix}: mode clear needs bm25_weight in recipes/<recipe>.yaml")
             bm25 = read_run(ctx.require("bm25") / BM25_RUNS / f"{name}.trec")
             found["clear"] = clear_runs(found["dense"], bm25, bm25_weight, rcfg.k)
         for mode in modes:

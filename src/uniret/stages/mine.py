@@ -53,7 +53,7 @@ def _miners(ctx: StageContext, recipe, warmup_dir: Path) -> dict[str, tuple[Any,
         else:
             raise ValueError(
                 f"mine: recipe {recipe.name!r} mines with the {channel} head but its model has only "
-                f"{list(model.channels)}; fix training.recipes.{recipe.name}.mine_channels or lexical_miner"
+                f"{list(model.channels)}; fix mine_channels or lexical_miner in recipes/{recipe.name}.yaml"
             )
     return miners
 
