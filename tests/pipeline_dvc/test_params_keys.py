@@ -2,7 +2,7 @@
 
 A temp git + dvc repo holds the repo's dvc.yaml, params.yaml, recipes and sources; every stage is
 recorded with `dvc commit` over placeholder outputs (no stage runs), so `dvc status` answers
-which stages a change invalidates.
+which stages a change invalidates. (The profile is the file's own: `dvc status` reads no profile.)
 """
 
 from __future__ import annotations
@@ -35,10 +35,21 @@ def _stale(repo: Path) -> set[str]:
     return set(json.loads(out[out.index("{"):]))
 
 
-@pytest.fixture
-def recorded(tmp_path, dvc_project):
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory, shared_data):
     """A dvc repo whose every stage is recorded in dvc.lock (placeholder outputs) and up to date."""
-    repo = dvc_project(tmp_path / "repo")
+    import shutil
+
+    root = Path(__file__).resolve().parents[2]
+    repo = tmp_path_factory.mktemp("keys") / "repo"
+    repo.mkdir()
+    for name in ("dvc.yaml", "params.yaml"):
+        shutil.copy(root / name, repo / name)
+    for tree in ("src", "recipes", "benchmarks/expected"):
+        shutil.copytree(root / tree, repo / tree, ignore=shutil.ignore_patterns("__pycache__"))
+    _edit(repo, "data.root", str(shared_data))
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    _dvc(repo, "init", "-q")
     stages = yaml.safe_load((repo / "dvc.yaml").read_text())["stages"]
     for stage in stages:
         (repo / "artifacts" / stage).mkdir(parents=True)
@@ -51,14 +62,37 @@ def recorded(tmp_path, dvc_project):
     return repo
 
 
-def _edit(repo: Path, path: str, value, file: str = "params.yaml") -> None:
-    raw = yaml.safe_load((repo / file).read_text())
+def _edit(repo: Path, path: str, value, file: str = "params.yaml") -> str:
+    """Set `path` in `file`; returns the file's previous text (to restore it)."""
+    before = (repo / file).read_text()
+    raw = yaml.safe_load(before)
     *parents, last = path.split(".")
     node = raw
     for key in parents:
         node = node[key]
     node[last] = value
     (repo / file).write_text(yaml.safe_dump(raw, sort_keys=False))
+    return before
+
+
+CASES = [  # (key path, new value, file, the stages `dvc status` must report)
+    ("training.mine.depth", 60, "params.yaml", {"mine"}),
+    ("training.warmup.train.lr", 1.0e-4, "params.yaml", {"warmup"}),
+    ("training.evaluation.clear_depth", 500, "params.yaml", {"evaluate"}),
+    ("encoding.batch_size", 8, "params.yaml", {"mine", "index", "bench", "evaluate"}),
+    ("serve.port", 8100, "params.yaml", set()),  # serving reads it, no DAG stage
+    # the active recipe's file: every stage that reads the recipe
+    ("train.warmup.lr", 3.0e-5, "recipes/hybrid.yaml",
+     {"warmup", "mine", "reranker", "continual", "distill", "index", "evaluate"}),
+    ("bm25_weight", 0.3, "recipes/clear.yaml", {"evaluate"}),  # another recipe: scored by evaluate only
+]
+
+
+def test_one_setting_dirties_the_stages_that_read_it(recorded):
+    for path, value, file, expected in CASES:
+        before = _edit(recorded, path, value, file)
+        assert _stale(recorded) == expected, f"{file}: {path}"
+        (recorded / file).write_text(before)
 
 
 def test_bm25_k1_dirties_bm25_and_its_dependants_not_validate(recorded):
@@ -70,18 +104,3 @@ def test_bm25_k1_dirties_bm25_and_its_dependants_not_validate(recorded):
     stale = _stale(recorded)
     assert {"bm25", "warmup", "mine", "continual", "index", "evaluate"} <= stale
     assert "validate" not in stale
-
-
-@pytest.mark.parametrize(("path", "value", "file", "expected"), [
-    ("training.mine.depth", 60, "params.yaml", {"mine"}),
-    ("training.warmup.train.lr", 1.0e-4, "params.yaml", {"warmup"}),
-    ("training.evaluation.clear_depth", 500, "params.yaml", {"evaluate"}),
-    ("encoding.batch_size", 8, "params.yaml", {"mine", "index", "bench", "evaluate"}),
-    ("serve.port", 8100, "params.yaml", set()),  # serving reads it, no DAG stage
-    ("train.warmup.lr", 3.0e-5, "recipes/hybrid.yaml", {"warmup", "mine", "reranker", "continual", "distill",
-                                                        "index", "evaluate"}),  # the active recipe's file
-    ("bm25_weight", 0.3, "recipes/clear.yaml", {"evaluate"}),  # another recipe: scored by evaluate only
-])
-def test_one_setting_dirties_the_stages_that_read_it(recorded, path, value, file, expected):
-    _edit(recorded, path, value, file)
-    assert _stale(recorded) == expected

@@ -53,12 +53,13 @@ def _image(args: argparse.Namespace) -> int:
 def _cronjob(args: argparse.Namespace) -> int:
     from uniret.kubeflow.cronjob import render_cronjob, write_cronjob
 
-    _, cfg = _config(args)
-    if args.write:
-        changed = write_cronjob(args.path, cfg)
-        print(f"{args.path}: schedule {'updated' if changed else 'already current'}")
-        return 0
-    print(render_cronjob(open(args.path, encoding="utf-8").read(), cfg, args.path), end="")
+    cfg = _config(args)[1]
+    if not args.write:  # print the render; the file is left as it is
+        with open(args.path, encoding="utf-8") as fh:
+            print(render_cronjob(fh.read(), cfg, args.path), end="")
+    else:
+        state = "updated" if write_cronjob(args.path, cfg) else "already current"
+        print(f"{args.path}: schedule {state}")
     return 0
 
 
