@@ -43,6 +43,8 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from uniret.config.params import SECTIONS
+
     p = sub.add_parser("params", help="check params.yaml", description="Type-check params.yaml for a profile.")
     psub = p.add_subparsers(dest="params_command", metavar="<action>", required=True)
     c = psub.add_parser("check", help="load every section with the chosen profile")
@@ -53,5 +55,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--params", default="params.yaml")
     s.add_argument("--profile", default=None)
     s.add_argument("--recipe", default=None, help="a recipes/<name>.yaml (default: params.yaml model.recipe)")
-    s.add_argument("--section", action="append", default=None, help="only this section (repeatable)")
+    s.add_argument("--section", action="append", default=None, choices=sorted(SECTIONS),
+                   help="only this section (repeatable)")
     s.set_defaults(func=_show)
