@@ -85,7 +85,7 @@ def tiny_bundle(tmp_path_factory, shared_data) -> Path:
 @pytest.fixture
 def dvc_project(shared_data):
     """make(dest, edit) -> a temp git + dvc repo holding dvc.yaml, params.yaml (tiny profile, the shared
-    data; `edit(raw)` changes more) and a copy of the sources, as `dvc repro` needs them."""
+    data; `edit(raw)` changes more), the recipe files and a copy of the sources, as `dvc repro` needs them."""
     import shutil
     import subprocess
     import sys
@@ -96,7 +96,7 @@ def dvc_project(shared_data):
         repo.mkdir(parents=True)
         for name in ("dvc.yaml", "params.yaml"):
             shutil.copy(REPO / name, repo / name)
-        for tree in ("src", "benchmarks/expected"):
+        for tree in ("src", "recipes", "benchmarks/expected"):
             shutil.copytree(REPO / tree, repo / tree, ignore=shutil.ignore_patterns("__pycache__"))
         params = yaml.safe_load((repo / "params.yaml").read_text())
         params["profile"] = "tiny"

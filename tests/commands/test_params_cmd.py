@@ -4,6 +4,7 @@ naming the key path, wherever it sits (a section, a profile override, a recipe's
 from __future__ import annotations
 
 import copy
+import shutil
 from pathlib import Path
 
 import pytest
@@ -42,12 +43,18 @@ BROKEN = [  # (key path to set, value, profile, text the error must hold)
     ("bm25.k1", "high", "cpu", "bm25.k1: expected a number"),
     ("data.profiles.tiny.slice.max_doc", 3, "tiny", "data.slice: unknown key(s) max_doc"),
     ("training.warmup.train.max_steps", "many", "gpu", "training.warmup.train.max_steps: expected an integer"),
-    ("losses.recipes.clear.warmup.clear_margin.xii", 1.0, "cpu", "clear_margin: unknown key(s) xii"),
     ("retrieval.modes", ["dense", "nope"], "cpu", "retrieval: modes: unknown ['nope']"),
     ("bogus", {}, "cpu", "unknown section(s) bogus"),
+]
+
+RECIPE_BROKEN = [  # (key path in recipes/clear.yaml, value, profile, text the error must hold)
+    ("losses.warmup.clear_margin.xii", 1.0, "cpu", "clear_margin: unknown key(s) xii"),
     # a recipe's train override: once only caught when its stage ran, now by the check
-    ("training.recipes.clear.train.warmup.lrr", 1.0e-5, "cpu", "recipes.clear.train.warmup: unknown key(s) lrr"),
-    ("training.recipes.clear.train.warmup.lr", "fast", "cpu", "recipes.clear.train.warmup.lr: expected a number"),
+    ("train.warmup.lrr", 1.0e-5, "cpu", "recipes.clear.train.warmup: unknown key(s) lrr"),
+    ("train.warmup.lr", "fast", "cpu", "recipes.clear.train.warmup.lr: expected a number"),
+    # a recipe's profile override is checked under every profile, whichever is active
+    ("profiles.tiny.model", {"doc_max_lenght": 9}, "cpu", "recipes.clear.model: unknown key(s) doc_max_lenght"),
+    ("stagez", ["warmup"], "cpu", "stagez: unknown recipe key"),
 ]
 
 
@@ -67,3 +74,16 @@ def test_the_check_is_not_fooled_by_the_same_file_unchanged(tmp_path):
     params = tmp_path / "params.yaml"
     params.write_text(yaml.safe_dump(copy.deepcopy(RAW), sort_keys=False))
     assert check(params, "cpu") == 0
+
+
+@pytest.mark.parametrize(("path", "value", "profile", "message"), RECIPE_BROKEN, ids=[b[0] for b in RECIPE_BROKEN])
+def test_a_wrong_key_in_a_recipe_file_names_the_file(tmp_path, capsys, path, value, profile, message):
+    shutil.copytree(REPO / "recipes", tmp_path / "recipes")
+    recipe = yaml.safe_load((tmp_path / "recipes" / "clear.yaml").read_text())
+    _set(recipe, path, value)
+    (tmp_path / "recipes" / "clear.yaml").write_text(yaml.safe_dump(recipe, sort_keys=False))
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump(copy.deepcopy(RAW), sort_keys=False))
+    assert check(params, profile) != 0
+    err = capsys.readouterr().err
+    assert str(tmp_path / "recipes" / "clear.yaml") in err and message in err

@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from uniret.config.loader import ConfigError
 from uniret.config.params import Params
 
+REPO = Path(__file__).resolve().parents[2]
+
 
 def _params(raw: dict, profile: str) -> Params:
     return Params(raw=raw, profile=profile)
+
+
+def _stages() -> dict:
+    """The repo's training stages (params.yaml gives their loop settings; the dataclasses have no default)."""
+    training = yaml.safe_load((REPO / "params.yaml").read_text())["training"]
+    return {s: training[s] for s in ("warmup", "reranker", "continual", "distill")}
 
 
 def test_profile_adding_a_partial_model_config_is_refused():
@@ -23,7 +34,7 @@ def test_profile_adding_a_partial_model_config_is_refused():
 
 def test_profile_overrides_an_entry_the_base_defines():
     minilm = {"arch": "dense", "backbone": "minilm", "pooling": "mean", "doc_max_length": 256}
-    raw = {"training": {"evaluation": {"zeroshot": {"minilm": minilm}},
+    raw = {"training": {**_stages(), "evaluation": {"zeroshot": {"minilm": minilm}},
                         "profiles": {"cpu": {"evaluation": {"zeroshot": {"minilm": {"doc_max_length": 128}}}}}}}
     cfg = _params(raw, "cpu").section("training").evaluation.zeroshot["minilm"]
     assert (cfg.arch, cfg.backbone, cfg.pooling, cfg.doc_max_length) == ("dense", "minilm", "mean", 128)

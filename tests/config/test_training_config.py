@@ -9,16 +9,19 @@ import pytest
 from uniret.config.loader import ConfigError, build, resolve_section
 from uniret.config.training import TrainConfig
 
+# the per-stage fields TrainConfig has no default for (params.yaml gives them per stage)
+RUN = {"lr": 2e-5, "max_steps": 1000, "batch_size": 16, "warmup_steps": 100, "checkpoint_every": 500, "seed": 42}
+
 
 @dataclass
 class StageWithTraining:
     model: str = "splade-tiny"
-    train: TrainConfig = field(default_factory=TrainConfig)
+    train: TrainConfig = field(default_factory=lambda: TrainConfig(**RUN))
 
 
 def test_nested_train_mapping_with_profile_overrides():
     raw = {
-        "train": {"lr": 2.0e-5, "max_steps": 1000, "batch_size": 32, "warmup_steps": 100},
+        "train": {**RUN, "lr": 2.0e-5, "max_steps": 1000, "batch_size": 32, "warmup_steps": 100},
         "profiles": {"tiny": {"train": {"max_steps": 5, "batch_size": 4, "warmup_steps": 1}}},
     }
     values = resolve_section(raw, "tiny", "params.yaml: warmup")
@@ -36,15 +39,15 @@ def test_unknown_key_names_the_path():
 
 def test_wrong_type_and_inconsistent_values_name_the_field():
     with pytest.raises(ConfigError, match=r"warmup\.train\.max_steps: expected an integer"):
-        build(StageWithTraining, {"train": {"max_steps": "ten"}}, "warmup")
+        build(StageWithTraining, {"train": {**RUN, "max_steps": "ten"}}, "warmup")
     with pytest.raises(ConfigError, match=r"warmup\.train: warmup_steps must be in"):
-        build(StageWithTraining, {"train": {"max_steps": 5, "warmup_steps": 6}}, "warmup")
+        build(StageWithTraining, {"train": {**RUN, "max_steps": 5, "warmup_steps": 6}}, "warmup")
     with pytest.raises(ConfigError, match=r"warmup\.train\.amp: must be one of"):
-        build(StageWithTraining, {"train": {"amp": "fp8"}}, "warmup")
+        build(StageWithTraining, {"train": {**RUN, "amp": "fp8"}}, "warmup")
     with pytest.raises(ConfigError, match="grad_accum must be >= 1"):
-        build(StageWithTraining, {"train": {"grad_accum": 0}}, "warmup")
+        build(StageWithTraining, {"train": {**RUN, "grad_accum": 0}}, "warmup")
 
 
 def test_null_grad_norm_disables_clipping():
-    cfg = build(StageWithTraining, {"train": {"max_grad_norm": None}}, "warmup")
+    cfg = build(StageWithTraining, {"train": {**RUN, "max_grad_norm": None}}, "warmup")
     assert cfg.train.max_grad_norm is None

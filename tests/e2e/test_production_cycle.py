@@ -33,6 +33,7 @@ import yaml
 
 from uniret.bench.http_client import get_json, post_json
 from uniret.bench.server import LOOPBACK, LocalServer
+from uniret.config import load_params
 from uniret.stages import STAGES
 
 pytestmark = pytest.mark.slow
@@ -256,7 +257,7 @@ def test_dvc_repro_and_kfp_local_write_the_same_metrics(tmp_path, repo_root, sha
     repo = tmp_path / "repo"
     repo.mkdir()
     shutil.copy(repo_root / "dvc.yaml", repo / "dvc.yaml")
-    for tree in ("src", "benchmarks/expected"):
+    for tree in ("src", "recipes", "benchmarks/expected"):
         shutil.copytree(repo_root / tree, repo / tree, ignore=shutil.ignore_patterns("__pycache__"))
     params = _test_params(repo_root, shared_data)
     params["profile"] = PROFILE  # `uniret <stage>` under dvc takes the profile from params.yaml
@@ -277,7 +278,7 @@ def test_dvc_repro_and_kfp_local_write_the_same_metrics(tmp_path, repo_root, sha
     by_kfp = first_promotion["metrics"]
     assert set(by_dvc["datasets"]) == set(EVAL_DATASETS)
     recipe = params["model"]["recipe"]
-    plan = params["training"]["recipes"][recipe]
-    trained = {f"{recipe}/{m}" for m in plan["eval_modes"]}
-    assert {"bm25", plan["serve_mode"], *trained} <= set(by_dvc["datasets"]["scifact"])  # trained and bundle systems
+    plan = load_params(repo / "params.yaml").section("training").plan(recipe)
+    trained = {f"{recipe}/{m}" for m in plan.eval_modes}
+    assert {"bm25", plan.serve_mode, *trained} <= set(by_dvc["datasets"]["scifact"])  # trained and bundle systems
     assert by_kfp == by_dvc

@@ -36,8 +36,8 @@ def bundle_parts(tiny_bundle):
     manifest = read_bundle_manifest(tiny_bundle)
     artifacts = tiny_bundle.parents[1]
     dataset = BeirDataset(artifacts / "validate" / "datasets" / manifest["train_dataset"])
-    index_params = manifest["params"]["index"]
-    spec = EncoderSpec("onnx", str(tiny_bundle / ONNX_DIR), index_params["doc_batch_size"],
+    encoding = manifest["params"]["encoding"]
+    spec = EncoderSpec("onnx", str(tiny_bundle / ONNX_DIR), encoding["batch_size"],
                        manifest["query_max_length"], manifest["doc_max_length"], tokenizer=str(tiny_bundle / TOKENIZER_DIR))
     return tiny_bundle, dataset, spec
 

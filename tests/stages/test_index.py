@@ -131,7 +131,7 @@ def test_load_searchers_and_the_evaluate_run_source(built):
     assert source.provenance["scifact"]["lexical"].startswith("bundle ")
     assert "in-memory" in source.provenance["nfcorpus"]["lexical"]
     # the ONNX encodings of the zero-shot corpus are cached for the next evaluate run
-    cache = ctx.artifacts / ctx.params.section("training").evaluation.cache_dir
+    cache = ctx.artifacts / ctx.params.section("encoding").cache_dir
     labels = [json.loads(p.read_text()).get("label") for p in cache.glob("*/meta.json")]
     # the index stage encodes its train corpus and the dev corpora it tunes fusion on (NFCorpus dev);
     # evaluate finds those in the cache and encodes nothing again, so no bundle/ entry is added

@@ -23,7 +23,7 @@ from uniret.stages.runtime import read_manifest
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
-RECIPES = list(yaml.safe_load((REPO / "params.yaml").read_text())["training"]["recipes"])
+RECIPES = sorted(path.stem for path in (REPO / "recipes").glob("*.yaml"))  # one file per recipe
 MODEL_STAGES = ("distill", "continual", "warmup")  # the index stage's `auto` order
 STARTUP_TIMEOUT_S = 300.0
 K = 5
@@ -128,11 +128,11 @@ def test_recipes_compare_scores_the_trained_recipes(trained, base, shared_data):
     """`uniret recipes compare --no-train` on two trained recipes: compare.json holds BM25 and every eval
     mode of both, each figure is pytrec_eval's on that system's run, and compare.md shows every row."""
     from uniret.cli import main
+    from uniret.config.modes import FUSION_MODES as BUNDLE_MODES
     from uniret.evaluation.model_source import TrainedModelSource
-    from uniret.evaluation.recipes_compare import BUNDLE_MODES
     from uniret.retrieval.runs import read_run
 
-    recipes = RECIPES[:2]
+    recipes = ["hybrid", "unifier"]  # the first two of the former params.yaml order
     runs = {r: trained(r) for r in recipes}
     rc = main(["recipes", "compare", "--params", str(base.params.path), "--profile", "tiny", "--data", str(shared_data),
                "--artifacts", str(base.artifacts), "--recipes", *recipes, "--no-train", "--no-zeroshot"])

@@ -118,7 +118,7 @@ def test_an_unchanged_model_is_not_re_encoded(dag, caplog):
     from uniret.evaluation.model_source import TrainedModelSource
 
     ctx, _ = dag
-    cache = ctx.artifacts / ctx.params.section("training").evaluation.cache_dir
+    cache = ctx.artifacts / ctx.params.section("encoding").cache_dir
     before = {p.name: p.stat().st_mtime_ns for p in cache.iterdir()}
     with caplog.at_level("INFO", logger="uniret.retrieval"):
         runs = TrainedModelSource().runs(ctx)

@@ -54,7 +54,8 @@ def test_training_loop_logs_to_wandb(tmp_path, fake_home):
         loss = ((model(x).squeeze(-1) - y) ** 2).mean()
         return loss, {"active_terms_q": 3.0}
 
-    cfg = TrainConfig(lr=0.01, max_steps=3, batch_size=2, warmup_steps=0, log_every=1, progress=False)
+    cfg = TrainConfig(lr=0.01, max_steps=3, batch_size=2, warmup_steps=0, checkpoint_every=500, log_every=1, seed=42,
+                      progress=False)
     tracker = open_tracker(TrackingConfig(mode="offline"), tmp_path / "wb", name="loop")
     try:
         train(torch.nn.Linear(1, 1), ShuffledBatches(examples, 2, collate), loss_fn, cfg, tmp_path / "out", tracker=tracker)

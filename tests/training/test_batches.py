@@ -70,6 +70,6 @@ def test_too_few_examples_for_one_batch_is_a_clear_error():
 
 
 def test_batches_for_uses_the_train_config():
-    cfg = TrainConfig(batch_size=3, seed=4, drop_last=False)
+    cfg = TrainConfig(lr=2e-5, max_steps=1000, warmup_steps=100, checkpoint_every=500, batch_size=3, seed=4, drop_last=False)
     source = batches_for(list(range(7)), list, cfg)
     assert source.batch_size == 3 and source.seed == 4 and source.drop_last is False

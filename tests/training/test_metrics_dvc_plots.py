@@ -19,7 +19,8 @@ DVC = Path(sys.executable).with_name("dvc")
 @pytest.mark.skipif(not DVC.is_file(), reason="dvc is not installed next to this Python")
 def test_dvc_plots_reads_the_training_metrics(tmp_path, regression_data, make_linear, losses):
     examples, collate = regression_data
-    cfg = TrainConfig(lr=0.05, max_steps=6, batch_size=4, warmup_steps=1, log_every=2, seed=3, progress=False)
+    cfg = TrainConfig(lr=0.05, max_steps=6, batch_size=4, warmup_steps=1, checkpoint_every=500, log_every=2, seed=3,
+                      progress=False)
     result = train(make_linear(0), ShuffledBatches(examples, 4, collate, seed=3), losses["mse"], cfg, tmp_path)
 
     # dvc's site cache defaults to /var/tmp/dvc: keep it in the test's folder.

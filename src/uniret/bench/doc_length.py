@@ -78,7 +78,7 @@ def measure(params, data_root: Path, lengths: list[int], extra_docs: int, seed: 
     rows = []
     for length in lengths:
         cfg = dataclasses.replace(recipe.model, doc_max_length=length)
-        encoder = TorchTextEncoder(model, model.tokenizer, params.section("model").encode_batch_size,
+        encoder = TorchTextEncoder(model, model.tokenizer, params.section("encoding").batch_size,
                                    cfg.query_max_length, length)
         start = time.perf_counter()
         encoded = encoder.encode([d.contents for d in docs], is_query=False)

@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-lengths", type=int, nargs="+", default=[128, 256])
     p.add_argument("--models", nargs="+", choices=sorted(MODELS), default=list(MODELS))
     p.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS))
-    p.add_argument("--batch-size", type=int, default=None, help="default: params index.doc_batch_size")
+    p.add_argument("--batch-size", type=int, default=None, help="default: params encoding.batch_size")
     p.add_argument("--threads", type=int, default=None, help="torch and ORT intra-op threads")
     p.add_argument("--out", default=".cache/bench/encoding")
     args = p.parse_args(argv)
@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     index_cfg = params.section("index")
     dataset = BeirDataset(resolve_data_root(args.data, params.section("data").root) / args.dataset, args.dataset)
     docs = [d.contents for d in islice(dataset.iter_corpus(), args.docs)]
-    section = encoding_section(docs, args.max_lengths, args.batch_size or index_cfg.doc_batch_size,
+    section = encoding_section(docs, args.max_lengths, args.batch_size or params.section("encoding").batch_size,
                                {m: MODELS[m] for m in args.models}, args.paths, args.threads, index_cfg.export)
     section.update(dataset=args.dataset, machine=machine_info())
     json_path, md_path = write_section(section, Path(args.out))

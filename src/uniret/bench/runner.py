@@ -37,14 +37,14 @@ def bench_queries(data_root: Path, cfg: BenchConfig) -> tuple[dict[str, str], di
     return queries, dataset.qrels(cfg.split)
 
 
-def _encoders_section(bundle, cfg: BenchConfig, queries: dict[str, str], data_root: Path,
+def _encoders_section(bundle, cfg: BenchConfig, batch_size: int, queries: dict[str, str], data_root: Path,
                       checkpoint: Path | None, serving_only: bool = False) -> dict:
     """Query (batch 1) and corpus encoding per encoder; `serving_only`: the ONNX query encoder alone."""
     from uniret.bench.encoders import corpus_encoding, load_torch_encoder, onnx_encoder, query_encoding
     from uniret.data.roots import open_dataset
 
     qlen, dlen = bundle.manifest["query_max_length"], bundle.manifest["doc_max_length"]
-    encoders = {"onnx": onnx_encoder(bundle.path, bundle.encoder.tokenizer, cfg.encode_batch_size, qlen, dlen,
+    encoders = {"onnx": onnx_encoder(bundle.path, bundle.encoder.tokenizer, batch_size, qlen, dlen,
                                      cfg.threads)}
     out: dict = {}
     ckpt = checkpoint or Path(bundle.manifest.get("model", {}).get("checkpoint") or "")
@@ -57,7 +57,7 @@ def _encoders_section(bundle, cfg: BenchConfig, queries: dict[str, str], data_ro
     elif not (ckpt / "uniret_model.json").is_file():
         out["torch_skipped"] = f"{ckpt}: torch checkpoint not found; pass --checkpoint"
     else:
-        torch_enc = load_torch_encoder(ckpt, cfg.encode_batch_size, qlen, dlen, cfg.threads)
+        torch_enc = load_torch_encoder(ckpt, batch_size, qlen, dlen, cfg.threads)
         encoders = {"torch": torch_enc, **encoders}
     if "torch_skipped" in out:
         log.warning("encoders: %s (ONNX figures only)", out["torch_skipped"])
@@ -124,7 +124,7 @@ def run_bench(params: Params, bundle_dir: Path, data_root: Path, out_dir: Path, 
     }
     _guard(result, "modes", skip, bench_modes, searchers, cfg.modes, queries, qrels, cfg.k, cfg.eval_k,
            cfg.warmup_queries)
-    _guard(result, "encoders", skip, _encoders_section, bundle, cfg, queries, data_root, checkpoint, serving_only)
+    _guard(result, "encoders", skip, _encoders_section, bundle, cfg, params.section("encoding").batch_size, queries, data_root, checkpoint, serving_only)
     _guard(result, "sizes", skip, index_sizes, bundle_dir)
     _guard(result, "top_n", skip, top_n_curve, bundle, queries, qrels, cfg.top_n, cfg.k, cfg.eval_k,
            cfg.warmup_queries, cfg.threads)

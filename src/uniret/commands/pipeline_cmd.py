@@ -50,6 +50,19 @@ def _image(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cronjob(args: argparse.Namespace) -> int:
+    from uniret.kubeflow.cronjob import render_cronjob, write_cronjob
+
+    cfg = _config(args)[1]
+    if not args.write:  # print the render; the file is left as it is
+        with open(args.path, encoding="utf-8") as fh:
+            print(render_cronjob(fh.read(), cfg, args.path), end="")
+    else:
+        state = "updated" if write_cronjob(args.path, cfg) else "already current"
+        print(f"{args.path}: schedule {state}")
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
     from uniret.config.loader import ConfigError
     from uniret.kubeflow.local import run_local
@@ -158,6 +171,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="instead of printing, write both tags into this kustomization.yaml's `images:`")
     i.set_defaults(func=_image, profile=None)
 
+    k = psub.add_parser("cronjob", help="render pipeline.cron and pipeline.profile into k8s/cronjob.yaml")
+    k.add_argument("--params", default="params.yaml")
+    k.add_argument("--path", default="k8s/cronjob.yaml", help="the CronJob manifest (default: k8s/cronjob.yaml)")
+    k.add_argument("--write", action="store_true", help="rewrite the file in place (else print the render)")
+    k.set_defaults(func=_cronjob, profile=None)
     r = psub.add_parser("run", help="run the pipeline here with kfp.local (SubprocessRunner, or DockerRunner)")
     _add_common(r)
     r.add_argument("--local", action="store_true", help="run with kfp.local (required)")

@@ -6,15 +6,15 @@ import argparse
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from uniret.config.models import RECIPES
     from uniret.evaluation.recipes_compare import compare_recipes
     from uniret.stages.runtime import make_context
 
     ctx = make_context(args.params, args.profile, args.data, args.artifacts)
-    recipes = args.recipes or list(RECIPES)
-    unknown = sorted(set(recipes) - set(RECIPES))
+    known = list(ctx.params.section("model").recipes)  # one per recipes/<name>.yaml
+    recipes = args.recipes or known
+    unknown = sorted(set(recipes) - set(known))
     if unknown:
-        raise SystemExit(f"unknown recipe(s) {unknown}; known: {list(RECIPES)}")
+        raise SystemExit(f"unknown recipe(s) {unknown}; known: {known}")
     compare_recipes(ctx, recipes, train=not args.no_train, zeroshot=not args.no_zeroshot, retrain=args.retrain)
     return 0
 

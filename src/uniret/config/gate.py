@@ -17,21 +17,21 @@ class GateConfig:
     """
 
     # a system key of evaluate's metrics.json ("uni", "clear", "unifier/hybrid", ...); None: the bundle
-    # mode the active recipe serves (training.recipes.<recipe>.serve_mode), see resolve_gate_config
+    # mode the active recipe serves (serve_mode in recipes/<recipe>.yaml), see resolve_gate_config
     candidate_system: str | None = None
     baseline_system: str = "bm25"
     metric: str = "ndcg@10"
     macro_key: Literal["macro", "zero_shot_macro"] = "macro"
-    min_score: float = 0.0  # absolute minimum of `metric` on every dataset...
-    min_score_per_dataset: dict[str, float] = field(default_factory=dict)  # ...unless named here
+    min_score: float = 0.1  # absolute minimum of `metric` on every dataset...
+    min_score_per_dataset: dict[str, float] = field(default_factory=lambda: {"scifact": 0.5, "nfcorpus": 0.25})  # ...unless named here
     max_regression: float = 0.01  # largest drop vs production allowed on any dataset (absolute)
     bm25_margin: float = 0.0  # candidate macro must reach baseline macro + margin
     min_active_terms_doc: float | None = 1.0  # below: the sparse head collapsed (all-zero vectors)
-    max_active_terms_doc: float | None = None  # above: the sparse index is not sparse
-    max_latency_p95_ms: float | None = None
+    max_active_terms_doc: float | None = 1000.0  # above: the sparse index is not sparse
+    max_latency_p95_ms: float | None = 500.0
     latency_mode: str | None = None  # bench mode to budget; None: the candidate's mode ("a/b" -> "b")
-    max_bytes_per_doc_dense: float | None = None
-    max_bytes_per_doc_sparse: float | None = None
+    max_bytes_per_doc_dense: float | None = 4096.0
+    max_bytes_per_doc_sparse: float | None = 16384.0
 
     def validate(self) -> None:
         if self.max_regression < 0:

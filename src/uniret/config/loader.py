@@ -47,7 +47,7 @@ def read_params_file(path: str | os.PathLike) -> dict[str, Any]:
 REPLACE_KEY = "_replace"  # in a profile mapping: replace the base mapping instead of merging into it
 
 
-def _strip_optional(tp: Any) -> Any:
+def strip_optional(tp: Any) -> Any:
     if typing.get_origin(tp) in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         return args[0] if len(args) == 1 else tp
@@ -56,7 +56,7 @@ def _strip_optional(tp: Any) -> Any:
 
 def _child_type(tp: Any, key: str) -> Any:
     """The declared type of `key` inside a value of type `tp` (None when unknown)."""
-    tp = _strip_optional(tp)
+    tp = strip_optional(tp)
     if dataclasses.is_dataclass(tp):
         return typing.get_type_hints(tp).get(key)
     if typing.get_origin(tp) is dict and len(typing.get_args(tp)) == 2:
@@ -66,9 +66,9 @@ def _child_type(tp: Any, key: str) -> Any:
 
 def _holds_named_configs(tp: Any) -> bool:
     """True for dict[str, <dataclass>]: a mapping whose entries are whole configs."""
-    tp = _strip_optional(tp)
+    tp = strip_optional(tp)
     args = typing.get_args(tp)
-    return typing.get_origin(tp) is dict and len(args) == 2 and dataclasses.is_dataclass(_strip_optional(args[1]))
+    return typing.get_origin(tp) is dict and len(args) == 2 and dataclasses.is_dataclass(strip_optional(args[1]))
 
 
 def merge_overrides(base: dict[str, Any], override: dict[str, Any], where: str = "", tp: Any = None) -> dict[str, Any]:

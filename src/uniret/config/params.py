@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 from dataclasses import dataclass, field
@@ -15,6 +16,13 @@ from uniret.config.loader import (
     check_base_types,
     read_params_file,
     resolve_section,
+)
+from uniret.config.recipe_files import (
+    ATTACHED_KEY,
+    attach_recipes,
+    name_recipe_file,
+    recipe_names,
+    recipes_dir,
 )
 from uniret.utils.text import excerpt
 
@@ -44,6 +52,7 @@ SECTIONS: dict[str, str] = {
     "training": "uniret.config.recipes:TrainingSection",
     "serve": "uniret.config.serving:ServeConfig",
     "bench": "uniret.config.serving:BenchConfig",
+    "encoding": "uniret.config.encoding:EncodingConfig",
     "distributed": "uniret.config.distributed:DistributedConfig",
     "opensearch": "uniret.config.export:OpenSearchExportConfig",
 }
@@ -75,12 +84,27 @@ class Params:
         cls = cls or section_class(name)
         where = f"{self.path or 'params'}: {name}"
         raw = self.raw.get(name) or {}
-        values = resolve_section(raw, self.profile, where, cls)
-        obj = build(cls, values, where)
-        # a wrong type in a base value must not hide behind the active profile's override of it
-        check_base_types(cls, raw, where)
+        try:
+            values = resolve_section(raw, self.profile, where, cls)
+            obj = build(cls, values, where)
+            # a wrong type in a base value must not hide behind the active profile's override of it
+            check_base_types(cls, raw, where)
+        except ConfigError as exc:
+            raise ConfigError(name_recipe_file(str(exc), self.raw.get(ATTACHED_KEY))) from exc
         self._cache[name] = obj
         return obj
+
+    def with_recipe(self, recipe: str) -> Params:
+        """A copy of these params whose active recipe (model.recipe) is `recipe`."""
+        if recipe not in recipe_names(self.raw):
+            raise ConfigError(f"{self.path or 'params'}: no recipe {recipe!r}; known: {', '.join(recipe_names(self.raw))}")
+        raw = dict(self.raw)
+        raw["model"] = {**(raw.get("model") or {}), "recipe": recipe}
+        return Params(raw=raw, profile=self.profile, path=self.path)
+
+    def settings(self) -> dict[str, Any]:
+        """Every section present, typed and resolved, as plain mappings (`uniret params show`)."""
+        return {name: dataclasses.asdict(self.section(name)) for name in SECTIONS if name in self.raw}
 
     def resolved(self, name: str) -> dict[str, Any]:
         """A section's raw values with the profile applied (for manifests)."""
@@ -88,7 +112,7 @@ class Params:
 
     def check_all(self) -> list[str]:
         """Load every registered section present in the file; return their names."""
-        unknown = sorted(set(self.raw) - set(SECTIONS) - {"profile"})
+        unknown = sorted(set(self.raw) - set(SECTIONS) - {"profile", ATTACHED_KEY})
         if unknown:
             raise ConfigError(
                 f"{self.path or 'params'}: unknown section(s) {', '.join(unknown)}; "
@@ -113,13 +137,16 @@ def known_profiles(raw: dict[str, Any]) -> list[str]:
 
 
 def load_params(path: str | os.PathLike | None = None, profile: str | None = None) -> Params:
-    """Load params.yaml; the profile comes from the argument, $UNIRET_PROFILE, then the file.
+    """Load params.yaml and the recipe files (recipes/<name>.yaml, see config.recipe_files); the
+    profile comes from the argument, $UNIRET_PROFILE, then the file.
 
-    The profile must be one the file knows (a typo such as `tyni` would otherwise run the base
-    settings on the full data).
+    The profile must be one the file or a recipe knows (a typo such as `tyni` would otherwise run
+    the base settings on the full data).
     """
     path = Path(path or DEFAULT_PARAMS)
     raw = read_params_file(path)
+    if ATTACHED_KEY not in raw:  # else a resolved copy that already holds its recipes
+        raw = attach_recipes(raw, recipes_dir(path))
     chosen = profile or os.environ.get(PROFILE_ENV) or raw.get("profile") or DEFAULT_PROFILE
     if not isinstance(chosen, str):
         raise ConfigError(f"{path}: profile: expected a string, got {excerpt(chosen)}")

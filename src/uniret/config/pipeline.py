@@ -30,7 +30,7 @@ class ResourceSpec:
                 raise ValueError(f"{name}: {getattr(self, name)!r} is not a memory quantity (e.g. '4Gi')")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class PipelineConfig:
     """How the DAG runs as a Kubeflow pipeline (compile-time settings plus run defaults)."""
 
@@ -39,8 +39,8 @@ class PipelineConfig:
     # The ONE image every component runs on, and the CPU variant (docker/Dockerfile: serving,
     # CPU-only runs). Tags are written in params.yaml alone: the compiled YAML, `make image` and
     # k8s/kustomization.yaml `images:` take them from there.
-    image: str = ""
-    serving_image: str = ""
+    image: str
+    serving_image: str
     pvc: str = "uniret-workdir"  # shared PersistentVolumeClaim holding artifacts/, data/, registry/
     mount_path: str = "/workdir"  # where every task mounts it; the default `workdir` parameter
     run_as_user: int = 10001  # the images' non-root user (docker/Dockerfile*); must own the volume

@@ -1,9 +1,9 @@
 """Typed config of the training stages (`training` section): which stages each recipe runs,
 how each stage trains, how negatives are mined, and how trained / zero-shot models are evaluated.
 
-The active recipe is `model.recipe` (one source of truth, shared with the model and losses
-sections); `training.recipes.<name>` says which of the training stages that recipe runs and
-where its negatives come from. A stage outside the list still runs and writes a manifest that
+The active recipe is `model.recipe`; its plan (the `stages`, `mine_channels`, ... keys of
+recipes/<name>.yaml, attached as `training.recipes.<name>` by config.recipe_files) says which of
+the training stages that recipe runs and where its negatives come from. A stage outside the list still runs and writes a manifest that
 says "skipped by recipe <name>", so the DAG keeps its shape.
 """
 
@@ -15,11 +15,10 @@ from typing import Any, Literal
 
 from uniret.config.loader import build
 from uniret.config.models import ModelConfig
+from uniret.config.modes import EVAL_MODES
 from uniret.config.training import TrainConfig
 
 TRAINING_STAGES = ("warmup", "mine", "reranker", "continual", "distill")
-# modes a trained model can be evaluated in: the retrieval modes, plus CLEAR's BM25 interpolation
-EVAL_MODES = ("dense", "lexical", "uni", "hybrid", "hybrid_bm25", "rrf", "exhaustive", "clear")
 
 
 @dataclass
@@ -64,11 +63,11 @@ class RecipePlan:
             raise ValueError(f"eval_modes: unknown mode(s) {bad}; known: {list(EVAL_MODES)}")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class StageTrainingConfig:
     """One training stage: loop settings, training-group shape and text lengths."""
 
-    train: TrainConfig = field(default_factory=TrainConfig)
+    train: TrainConfig
     group_size: int = 4  # documents per query in a batch: the positive + group_size - 1 negatives
     resume: bool = True  # continue from artifacts/.train/<stage> checkpoints after a crash
     max_queries: int | None = None  # cap on training queries (None: all)
@@ -78,7 +77,7 @@ class StageTrainingConfig:
     # loss terms taught by the reranker are dropped (logged, recorded in the manifest) when the
     # reranker stage's final top-1 accuracy on its training groups is below this: distilling from a
     # teacher that ranks no better than chance only pulls the heads toward noise. None: always keep
-    min_teacher_top1: float | None = None
+    min_teacher_top1: float | None  # per stage in params.yaml (distill: 0.5, the others null)
 
     def validate(self) -> None:
         if self.doc_max_length is not None and self.doc_max_length < 1:
@@ -114,7 +113,7 @@ class MineConfig:
     """Self-mined hard negatives (UnifieR Eq. 8): top-K per head, sampled from a rank window."""
 
     depth: int = 100  # top-K retrieved per head and query
-    window_start: int = 0  # negatives come from ranks [window_start, window_end) (0-based, positives dropped)
+    window_start: int = 3  # negatives come from ranks [window_start, window_end) (0-based, positives dropped)
     window_end: int = 50
     per_channel: int = 8  # |N_den| and |N_lex| per query
     # drop a candidate whose score (same head) reaches ratio * the weakest positive's score: a likely
@@ -146,8 +145,6 @@ class ModelEvalConfig:
     # untrained starting points, reported as "zeroshot-<name>/<mode>"
     zeroshot: dict[str, ModelConfig] = field(default_factory=dict)
     zeroshot_modes: dict[str, list[str]] = field(default_factory=dict)
-    cache_dir: str = "cache/encoded"  # under the artifacts root: corpus encodings per (model hash, dataset)
-    doc_batch_size: int = 32
     # CLEAR: docs taken from each of the BM25 and embedding runs before Eq. 5 interpolation
     clear_depth: int = 1000
 
@@ -155,20 +152,20 @@ class ModelEvalConfig:
         unknown = sorted(set(self.zeroshot_modes) - set(self.zeroshot))
         if unknown:
             raise ValueError(f"zeroshot_modes: {unknown} not defined under zeroshot")
-        if self.doc_batch_size < 1 or self.clear_depth < 1:
-            raise ValueError("doc_batch_size and clear_depth must be >= 1")
+        if self.clear_depth < 1:
+            raise ValueError("clear_depth must be >= 1")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class TrainingSection:
     """The `training` section: recipe plans, one config per training stage, model evaluation."""
 
     recipes: dict[str, RecipePlan] = field(default_factory=dict)
-    warmup: StageTrainingConfig = field(default_factory=StageTrainingConfig)
+    warmup: StageTrainingConfig
     mine: MineConfig = field(default_factory=MineConfig)
-    reranker: StageTrainingConfig = field(default_factory=StageTrainingConfig)
-    continual: StageTrainingConfig = field(default_factory=StageTrainingConfig)
-    distill: StageTrainingConfig = field(default_factory=StageTrainingConfig)
+    reranker: StageTrainingConfig
+    continual: StageTrainingConfig
+    distill: StageTrainingConfig
     evaluation: ModelEvalConfig = field(default_factory=ModelEvalConfig)
 
     def validate(self) -> None:

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-# Every mode a Searcher can be built for; `modes:` in params.yaml picks a subset.
-MODES = ("bm25", "dense", "lexical", "uni", "uni_gated", "hybrid", "hybrid_bm25", "rrf", "exhaustive", "clear")
+from uniret.config.modes import DEFAULT_MODES, MODES
 
 
 @dataclass
@@ -91,9 +90,7 @@ class FusionConfig:
 class RetrievalConfig:
     """The `retrieval` section: which modes to build and each mode's parameters."""
 
-    modes: list[str] = field(
-        default_factory=lambda: ["bm25", "dense", "lexical", "uni", "hybrid", "rrf", "exhaustive"]
-    )
+    modes: list[str] = field(default_factory=lambda: list(DEFAULT_MODES))
     k: int = 1000  # depth of every run
     query_batch_size: int = 64  # query lengths come from the model's config (what it was trained with)
     dense: DenseIndexConfig = field(default_factory=DenseIndexConfig)
@@ -172,14 +169,9 @@ class FusionTuningConfig:
 
 @dataclass
 class IndexConfig:
-    """The `index` section: which checkpoint to index and how to encode the corpus."""
+    """The `index` section: which checkpoint to index and which encoder encodes the corpus (batch: `encoding`)."""
 
     source_stage: Literal["auto", "distill", "continual", "warmup"] = "auto"
     corpus_encoder: Literal["onnx", "torch"] = "onnx"  # onnx: the same graph serving runs
-    doc_batch_size: int = 32  # document lengths come from the model's config
     export: ExportConfig = field(default_factory=ExportConfig)
     fusion: FusionTuningConfig = field(default_factory=FusionTuningConfig)
-
-    def validate(self) -> None:
-        if self.doc_batch_size <= 0:
-            raise ValueError(f"doc_batch_size must be positive, got {self.doc_batch_size}")

@@ -37,7 +37,7 @@ class DevSplitConfig:
     # eval datasets whose own `split` qrels also tune the fusion (e.g. NFCorpus's dev split): weights
     # chosen on the train domain alone need not suit other collections. Names outside
     # data.eval_datasets are ignored (their corpora are not validated or indexed)
-    datasets: list[str] = field(default_factory=list)
+    datasets: list[str] = field(default_factory=lambda: ["nfcorpus"])
     split: str = "dev"
 
     def validate(self) -> None:
@@ -49,7 +49,7 @@ class DevSplitConfig:
 class DataConfig:
     """Which datasets the DAG reads, and where from."""
 
-    root: str | None = None  # None: $UNIRET_DATA, then ../shared/data
+    root: str | None = "../shared/data"  # --data and $UNIRET_DATA win; None: ../shared/data found by search
     train_dataset: str = "scifact"
     train_split: str = "train"
     eval_datasets: list[str] = field(default_factory=lambda: ["scifact", "nfcorpus", "cranfield", "medline", "npl"])
@@ -93,7 +93,7 @@ class ValidateConfig:
     min_text_chars: int = 1
     max_doc_chars: int = 100_000
     max_query_chars: int = 2_000
-    min_score: int = 0
+    min_score: int = 1
     max_score: int = 4
     drift: DriftConfig = field(default_factory=DriftConfig)
     fail_on_drift: bool = True
@@ -143,7 +143,8 @@ class EvaluateConfig:
     metrics: list[str] = field(default_factory=lambda: ["ndcg@10", "mrr@10", "recall@100", "recall@1000", "map"])
     ignore_identical_ids: bool = True  # drop hits whose doc id is the query id (BEIR)
     # reference-score files (relative to params.yaml's folder), checked on unsliced data only
-    expected_scores: list[str] = field(default_factory=lambda: ["benchmarks/expected/bm25.yaml"])
+    expected_scores: list[str] = field(
+        default_factory=lambda: ["benchmarks/expected/bm25.yaml", "benchmarks/expected/hybrid.yaml"])
     strict_expected: bool = False  # true: a reference-score miss fails the stage; false: logged
     # run sources to score (names in uniret.evaluation.sources.RUN_SOURCES); null = all registered
     sources: list[str] | None = None

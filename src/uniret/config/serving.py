@@ -70,16 +70,19 @@ class ServeConfig:
             raise ValueError("admin_token must be null or a non-empty string")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class HttpBenchConfig:
-    """Serving latency over HTTP: a real uvicorn on 127.0.0.1, bounded in requests and time."""
+    """Serving latency over HTTP: a real uvicorn on 127.0.0.1, bounded in requests and time.
 
-    concurrency: list[int] = field(default_factory=lambda: [1, 16])
-    requests_per_level: int = 400  # total requests per concurrency level (across clients)
-    max_seconds: float = 60.0  # per level; the run stops early when reached
-    mode: str | None = "uni"  # None: the mode the bundle serves (the bench stage: the gate's candidate mode)
+    bench.http and bench.stage.http differ in depth: those fields have no default here.
+    """
+
+    concurrency: list[int]
+    requests_per_level: int  # total requests per concurrency level (across clients)
+    max_seconds: float  # per level; the run stops early when reached
+    mode: str | None = None  # None: the mode the bundle serves (the bench stage: the gate's candidate mode)
     k: int = 10
-    startup_timeout_s: float = 180.0  # the server loads the bundle (JVM, ONNX) before /readyz is 200
+    startup_timeout_s: float  # the server loads the bundle (JVM, ONNX) before /readyz is 200
 
     def validate(self) -> None:
         if not self.concurrency or any(c <= 0 for c in self.concurrency):
@@ -112,11 +115,6 @@ class GrowthConfig:
             raise ValueError(f"dense_types: unknown {unknown}; known: flat, hnsw, ivfpq")
 
 
-def _stage_http() -> HttpBenchConfig:
-    return HttpBenchConfig(concurrency=[1, 16], requests_per_level=160, max_seconds=10.0, mode=None,
-                           startup_timeout_s=120.0)
-
-
 @dataclass
 class BenchTargets:
     """The speed targets bench.md reports each measurement against (reported, never asserted)."""
@@ -134,7 +132,7 @@ class BenchTargets:
             raise ValueError(f"http_clients must be positive, got {self.http_clients}")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class BenchStageConfig:
     """The DAG's `bench` stage: a short run on the candidate bundle whose figures the gate reads.
 
@@ -146,7 +144,7 @@ class BenchStageConfig:
     warmup_queries: int = 5
     encode_queries: int = 50  # batch-1 query encodings with the serving (ONNX) encoder; no torch
     sections: list[str] = field(default_factory=lambda: ["modes", "encoders", "sizes", "http"])
-    http: HttpBenchConfig = field(default_factory=_stage_http)
+    http: HttpBenchConfig  # params.yaml bench.stage.http: shorter than bench.http
 
     def validate(self) -> None:
         known = {"modes", "encoders", "sizes", "top_n", "http", "growth"}
@@ -156,7 +154,7 @@ class BenchStageConfig:
             raise ValueError("max_queries and encode_queries must be positive, warmup_queries >= 0")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class BenchConfig:
     """The `bench` section: which queries, how many repetitions, which curves."""
 
@@ -169,19 +167,18 @@ class BenchConfig:
     eval_k: int = 10  # nDCG cut-off reported next to speed
     encode_queries: int = 200  # batch-1 query encodings timed per encoder (torch, ONNX)
     encode_docs: int = 256  # corpus documents encoded per encoder for the docs/s figure
-    encode_batch_size: int = 32
     top_n: list[int | None] = field(default_factory=lambda: [4, 8, 16, 32, 64, 128, None])  # None: all terms
     threads: int = 2  # Lucene search threads, onnxruntime intra-op threads and torch threads
-    http: HttpBenchConfig = field(default_factory=HttpBenchConfig)
+    http: HttpBenchConfig
     out_dir: str = "benchmarks/results"  # relative to the params file's folder
-    stage: BenchStageConfig = field(default_factory=BenchStageConfig)  # the DAG stage's shorter run
+    stage: BenchStageConfig  # the DAG stage's shorter run
     growth: GrowthConfig = field(default_factory=GrowthConfig)
     targets: BenchTargets = field(default_factory=BenchTargets)
 
     def validate(self) -> None:
         if self.max_queries is not None and self.max_queries <= 0:
             raise ValueError(f"max_queries must be positive or null, got {self.max_queries}")
-        for name in ("k", "eval_k", "encode_queries", "encode_docs", "encode_batch_size", "threads"):
+        for name in ("k", "eval_k", "encode_queries", "encode_docs", "threads"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.warmup_queries < 0:

@@ -17,24 +17,28 @@ from dataclasses import dataclass
 from typing import Literal
 
 
-@dataclass
+@dataclass(kw_only=True)
 class TrainConfig:
-    """Optimisation, schedule, checkpointing and logging of one training run."""
+    """Optimisation, schedule, checkpointing and logging of one training run.
 
-    lr: float = 2e-5
+    lr, max_steps, batch_size, warmup_steps, checkpoint_every and seed differ per stage: they have
+    no default here, params.yaml `training.<stage>.train` gives them.
+    """
+
+    lr: float
     weight_decay: float = 0.01
     adam_beta1: float = 0.9
     adam_beta2: float = 0.999
     adam_eps: float = 1e-8
-    max_steps: int = 1000  # optimizer steps (each = grad_accum micro-batches)
-    batch_size: int = 16  # micro-batch size; effective batch = batch_size * grad_accum
+    max_steps: int  # optimizer steps (each = grad_accum micro-batches)
+    batch_size: int  # micro-batch size; effective batch = batch_size * grad_accum
     grad_accum: int = 1
-    warmup_steps: int = 100  # linear warmup, then linear decay to 0 after max_steps
+    warmup_steps: int  # linear warmup, then linear decay to 0 after max_steps
     max_grad_norm: float | None = 1.0  # None: no clipping (the norm is still logged)
-    checkpoint_every: int = 500  # steps; a checkpoint is also written at the end
+    checkpoint_every: int  # steps; a checkpoint is also written at the end
     keep_checkpoints: int = 2  # the last K checkpoints are kept
     log_every: int = 10  # steps per metrics row (values are averaged over the window)
-    seed: int = 42
+    seed: int
     # "auto": bf16 autocast on CUDA, none on CPU; "bf16": autocast everywhere; "off": never.
     amp: Literal["auto", "bf16", "off"] = "auto"
     device: Literal["auto", "cpu", "cuda"] = "auto"

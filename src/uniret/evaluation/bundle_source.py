@@ -69,7 +69,7 @@ class BundleSource:
         cfg = ctx.params.section("retrieval")
         data = ctx.params.section("data")
         bundle = open_bundle(self._bundle_dir(ctx), cfg)
-        cache_root = ctx.artifacts / ctx.params.section("training").evaluation.cache_dir
+        cache_root = ctx.artifacts / ctx.params.section("encoding").cache_dir
         model_id = bundle_encoder_key(bundle.manifest, bundle.path / ONNX_DIR)
         modes = [m for m in (self.modes or cfg.modes) if m not in SKIPPED_MODES]
         dist = ctx.params.section("distributed")  # encode_shards > 1: worker processes rebuild the ONNX encoder

@@ -9,7 +9,7 @@
   BM25 with the CLEAR recipe's lambda_test (Eq. 5): the baseline of what residual training adds.
 Search is in memory and exact (faiss flat, exact sparse products over quantized impacts, the
 retrieval modules of uniret.retrieval). Corpus encodings are cached per (model hash, corpus)
-under artifacts/<training.evaluation.cache_dir>, so an unchanged model is never re-encoded.
+under artifacts/<encoding.cache_dir>, so an unchanged model is never re-encoded.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from uniret.config.modes import MODEL_SEARCH_MODES
 from uniret.evaluation.sources import Runs, SourceUnavailable, eval_datasets
 from uniret.retrieval.clear import clear_runs
 from uniret.retrieval.runs import read_run
@@ -26,7 +27,6 @@ log = logging.getLogger("uniret.evaluation")
 
 FINAL_STAGES = ("distill", "continual", "warmup")  # the most trained checkpoint first
 BM25_RUNS = "runs"  # artifacts/bm25/runs/<dataset>.trec
-RETRIEVAL_MODES = ("dense", "lexical", "uni", "hybrid", "rrf", "exhaustive")
 
 
 def model_runs(
@@ -45,11 +45,11 @@ def model_runs(
     from uniret.retrieval.modes import build_searchers, memory_corpus_index
 
     rcfg = ctx.params.section("retrieval")
-    ecfg = ctx.params.section("training").evaluation
+    ecfg = ctx.params.section("encoding")
     data = ctx.params.section("data")
     mcfg = model.model_config
-    encoder = TorchTextEncoder(model, tokenizer, ecfg.doc_batch_size, mcfg.query_max_length, mcfg.doc_max_length)
-    search_modes = [m for m in modes if m in RETRIEVAL_MODES]
+    encoder = TorchTextEncoder(model, tokenizer, ecfg.batch_size, mcfg.query_max_length, mcfg.doc_max_length)
+    search_modes = [m for m in modes if m in MODEL_SEARCH_MODES]
     if "clear" in modes and "dense" not in search_modes:
         search_modes.append("dense")
     runs: Runs = {}
@@ -64,11 +64,11 @@ def model_runs(
         index = memory_corpus_index(docids, encoded, rcfg)
         searchers = build_searchers(index, rcfg, encoder, modes=search_modes)
         batch = encode_queries(dataset.split_queries(data.eval_split), encoder)
-        depth = max(rcfg.k, ecfg.clear_depth) if "clear" in modes else rcfg.k
+        depth = max(rcfg.k, ctx.params.section("training").evaluation.clear_depth) if "clear" in modes else rcfg.k
         found = {mode: s.search_batch(batch, depth if mode == "dense" else rcfg.k) for mode, s in searchers.items()}
         if "clear" in modes:
             if bm25_weight is None:
-                raise ValueError(f"{prefix}: mode clear needs model.recipes.<recipe>.bm25_weight")
+                raise ValueError(f"{prefix}: mode clear needs bm25_weight in recipes/<recipe>.yaml")
             bm25 = read_run(ctx.require("bm25") / BM25_RUNS / f"{name}.trec")
             found["clear"] = clear_runs(found["dense"], bm25, bm25_weight, rcfg.k)
         for mode in modes:

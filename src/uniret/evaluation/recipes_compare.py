@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from uniret.config import Params
+from uniret.config.modes import FUSION_MODES  # served fusions: scored from a bundle
 from uniret.config.recipes import TRAINING_STAGES
 from uniret.evaluation.sources import Runs
 from uniret.stages.runtime import StageContext, run_stage
@@ -88,10 +89,6 @@ def dag_recipe_run(ctx: StageContext, recipe: str) -> RecipeRun | None:
     return RecipeRun(recipe, ctx, seconds)
 
 
-# served modes whose fusion weights the index stage learns on the dev splits: scored from a bundle
-BUNDLE_MODES = ("hybrid", "hybrid_bm25")
-
-
 def bundle_runs(rctx: StageContext, recipe: str) -> Runs:
     """"<recipe>/<mode>" runs of the recipe's fused served mode (and its two-signal `hybrid`) from its
     bundle, built by the index stage when missing or made from another recipe's model; {} for a
@@ -100,7 +97,7 @@ def bundle_runs(rctx: StageContext, recipe: str) -> Runs:
     from uniret.retrieval.bundle import read_bundle_manifest
 
     plan = rctx.params.section("training").plan(recipe)
-    if plan.serve_mode not in BUNDLE_MODES:
+    if plan.serve_mode not in FUSION_MODES:
         return {}
     modes = list(dict.fromkeys([plan.serve_mode, "hybrid"]))
     bundle = rctx.stage_dir("index") / BUNDLE

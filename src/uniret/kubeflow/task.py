@@ -21,6 +21,7 @@ from typing import Any
 
 from uniret.config.loader import PROFILE_KEY, ConfigError, merge_overrides
 from uniret.config.params import Params
+from uniret.config.recipe_files import RECIPES_DIR
 from uniret.data.errors import DataError, DataProblem
 from uniret.errors import StageFailed
 from uniret.stages.runtime import MANIFEST, StageContext, make_context, run_stage
@@ -50,7 +51,8 @@ class TaskRequest:
 
 
 def workdir_params(workdir: Path) -> Path:
-    """The workdir's params.yaml; a fresh workdir is seeded from $UNIRET_PARAMS or ./params.yaml."""
+    """The workdir's params.yaml; a fresh workdir is seeded from $UNIRET_PARAMS or ./params.yaml and
+    the recipe files beside it (recipes/)."""
     target = workdir / WORKDIR_PARAMS
     if target.is_file():
         return target
@@ -58,6 +60,14 @@ def workdir_params(workdir: Path) -> Path:
     if not source.is_file():
         raise ConfigError(f"{target}: no params.yaml in the workdir and none at {source} (set ${PARAMS_ENV})")
     workdir.mkdir(parents=True, exist_ok=True)
+    recipes = source.parent / RECIPES_DIR
+    if recipes.is_dir() and not (workdir / RECIPES_DIR).is_dir():
+        staging = workdir / f".{RECIPES_DIR}.{os.getpid()}.tmp"
+        shutil.copytree(recipes, staging, dirs_exist_ok=True)
+        try:
+            os.replace(staging, workdir / RECIPES_DIR)  # params.yaml (below) is written last
+        except OSError:  # a concurrent first task placed them already
+            shutil.rmtree(staging, ignore_errors=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     shutil.copyfile(source, tmp)
     os.replace(tmp, target)  # atomic: concurrent first tasks never see half a file

@@ -18,6 +18,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from uniret.config.modes import FUSION_MODES  # min-max fusions: weights learned on the dev split
 from uniret.config.retrieval import IndexConfig, RetrievalConfig
 from uniret.data.beir import BeirDataset
 from uniret.errors import StageFailed
@@ -108,13 +109,12 @@ def _corpus_encoding(ctx: StageContext, key: str | None, dataset: BeirDataset, d
         timing["seconds"] = time.perf_counter() - start
         return out
 
-    root = ctx.artifacts / ctx.params.section("training").evaluation.cache_dir
+    root = ctx.artifacts / ctx.params.section("encoding").cache_dir
     encoded = cached_corpus_encoding(root, key, dataset.corpus_path, [d.id for d in docs], timed,
                                      label=f"index/{dataset.name}")
     return encoded, timing.get("seconds")
 
 
-FUSION_MODES = ("hybrid", "hybrid_bm25")  # min-max fusions whose weights are learned on the dev split
 
 
 def _tuning_runs(queries: dict[str, str], docids: list[str], encoded, encoder, rcfg: RetrievalConfig,
@@ -162,7 +162,7 @@ def _learn_fusion(ctx: StageContext, cfg: IndexConfig, rcfg: RetrievalConfig, da
     if queries:
         train_run = read_run(ctx.require("bm25") / TRAIN_RUN)
         sets.append((dataset.name, qrels, _tuning_runs(queries, docids, encoded, encoder, rcfg, heads, train_run)))
-    cache_root = ctx.artifacts / ctx.params.section("training").evaluation.cache_dir
+    cache_root = ctx.artifacts / ctx.params.section("encoding").cache_dir
     for name in (n for n in data.dev.datasets if n in data.eval_datasets):  # the bm25 stage ran only these
         other = ctx.dataset(name)
         docs = list(other.iter_corpus())
@@ -208,12 +208,13 @@ def run(ctx: StageContext) -> dict[str, Any]:
     log.info("index: %s checkpoint %s, corpus %s", stage, model_dir, dataset.name)
 
     inputs = {"model": model_dir, "corpus": dataset.corpus_path, "bm25_index": bm25_index}
-    with stage_output(ctx, STAGE, sections=["data", "index", "retrieval", "bm25", "model"], inputs=inputs) as (tmp, manifest):
+    with stage_output(ctx, STAGE, sections=["data", "index", "retrieval", "bm25", "model", "encoding"], inputs=inputs) as (tmp, manifest):
         bundle = tmp / BUNDLE
         outputs = export_encoders(model, tokenizer, bundle / ONNX_DIR, cfg.export, qlen, dlen)
         tokenizer.save_pretrained(str(bundle / TOKENIZER_DIR))
-        torch_enc = TorchTextEncoder(model, tokenizer, cfg.doc_batch_size, qlen, dlen)
-        onnx_enc = OnnxEncoder(bundle / ONNX_DIR, tokenizer, cfg.doc_batch_size, qlen, dlen)
+        batch = ctx.params.section("encoding").batch_size
+        torch_enc = TorchTextEncoder(model, tokenizer, batch, qlen, dlen)
+        onnx_enc = OnnxEncoder(bundle / ONNX_DIR, tokenizer, batch, qlen, dlen)
         parity_texts = _parity_texts(dataset, data.train_split, cfg)
         parity = check_parity(torch_enc, onnx_enc, *parity_texts, cfg.export.parity)
         int8 = quantize_query_encoder(bundle / ONNX_DIR, onnx_enc, *parity_texts, cfg.export.quantize,
@@ -226,11 +227,11 @@ def run(ctx: StageContext) -> dict[str, Any]:
             from uniret.models.encode import default_device
 
             model.to(default_device())  # export and parity ran on the CPU; encode on the GPU if any
-            torch_enc = TorchTextEncoder(model, tokenizer, cfg.doc_batch_size, qlen, dlen)
+            torch_enc = TorchTextEncoder(model, tokenizer, batch, qlen, dlen)
         encoder = onnx_enc if cfg.corpus_encoder == "onnx" else torch_enc
         dist = ctx.params.section("distributed")  # encode_shards > 1: parallel worker processes
         spec = EncoderSpec(cfg.corpus_encoder, str(bundle / ONNX_DIR if cfg.corpus_encoder == "onnx" else model_dir),
-                           cfg.doc_batch_size, qlen, dlen, tokenizer=str(bundle / TOKENIZER_DIR))
+                           batch, qlen, dlen, tokenizer=str(bundle / TOKENIZER_DIR))
         info = _model_info(ctx, model, stage, model_dir)
         encoded, encode_seconds = _corpus_encoding(
             ctx, _cache_key(info), dataset, docs,
@@ -267,6 +268,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
                     "retrieval": dataclasses.asdict(rcfg),
                     "bm25": dataclasses.asdict(ctx.params.section("bm25")),
                     "index": dataclasses.asdict(cfg),
+                    "encoding": dataclasses.asdict(ctx.params.section("encoding")),
                 },
                 "metrics": metrics,
                 "parity": parity,

@@ -53,7 +53,7 @@ def _miners(ctx: StageContext, recipe, warmup_dir: Path) -> dict[str, tuple[Any,
         else:
             raise ValueError(
                 f"mine: recipe {recipe.name!r} mines with the {channel} head but its model has only "
-                f"{list(model.channels)}; fix training.recipes.{recipe.name}.mine_channels or lexical_miner"
+                f"{list(model.channels)}; fix mine_channels or lexical_miner in recipes/{recipe.name}.yaml"
             )
     return miners
 
@@ -71,13 +71,13 @@ def _rank(ctx: StageContext, channel: str, model, tokenizer, checkpoint, docs, q
     training = ctx.params.section("training")
     cfg = model.model_config
     doc_length = training.mine.doc_max_length or cfg.doc_max_length
-    encoder = TorchTextEncoder(model, tokenizer, ctx.params.section("model").encode_batch_size,
+    encoder = TorchTextEncoder(model, tokenizer, ctx.params.section("encoding").batch_size,
                                cfg.query_max_length, doc_length)
     docids, texts, corpus_path = docs
     key = model_key(model, checkpoint) + ("" if doc_length == cfg.doc_max_length else f"-len{doc_length}")
     dist = ctx.params.section("distributed")
     doc_enc = cached_corpus_encoding(
-        ctx.artifacts / training.evaluation.cache_dir, key, corpus_path, docids,
+        ctx.artifacts / ctx.params.section("encoding").cache_dir, key, corpus_path, docids,
         lambda: encode_corpus(encoder, _shard_spec(checkpoint, encoder), texts, docids, dist.encode_shards,
                               dist.encode_threads), label=f"mine/{channel}",
     )

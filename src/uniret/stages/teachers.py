@@ -46,7 +46,7 @@ def lexical_teacher_model(ctx: StageContext, recipe: RecipeConfig) -> LoadedTeac
         tokenizer = inner.tokenizer
         source, checkpoint = f"{recipe.teacher.arch}:{recipe.teacher.backbone}", None
     else:
-        raise ValueError("this recipe's objective needs a lexical teacher: set model.recipes.<recipe>.teacher "
+        raise ValueError("this recipe's objective needs a lexical teacher: set teacher in recipes/<recipe>.yaml "
                          "or teacher_from_stage")
     cfg = inner.model_config
     teacher = LexicalTeacher(inner).eval().to(default_device())
