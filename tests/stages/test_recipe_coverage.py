@@ -18,7 +18,7 @@ import pytrec_eval
 import yaml
 
 from uniret.config.recipes import TRAINING_STAGES
-from uniret.stages.runtime import read_manifest
+from uniret.runtime import read_manifest
 
 pytestmark = pytest.mark.slow
 
@@ -34,8 +34,8 @@ def base(tmp_path_factory, shared_data):
     """A params file evaluating SciFact only (the CLI reads it too), validated slices, the bm25 stage."""
     from uniret.data.beir import BeirDataset
     from uniret.data.slicing import write_slice
+    from uniret.runtime import MANIFEST, VALIDATED_DATA, make_context
     from uniret.stages import bm25
-    from uniret.stages.runtime import MANIFEST, VALIDATED_DATA, make_context
     from uniret.utils.files import atomic_write_json
 
     tmp = tmp_path_factory.mktemp("recipes")
@@ -54,7 +54,7 @@ def base(tmp_path_factory, shared_data):
 @pytest.fixture(scope="module")
 def trained(base):
     """recipe -> its RecipeRun (artifacts/recipes/<recipe>/, index stage included), trained on first use."""
-    from uniret.evaluation.recipes_compare import train_recipe
+    from uniret.ops.recipes_compare import train_recipe
     from uniret.stages import index
 
     done = {}
@@ -128,9 +128,9 @@ def test_recipes_compare_scores_the_trained_recipes(trained, base, shared_data):
     """`uniret recipes compare --no-train` on two trained recipes: compare.json holds BM25 and every eval
     mode of both, each figure is pytrec_eval's on that system's run, and compare.md shows every row."""
     from uniret.cli import main
+    from uniret.core.runs import read_run
     from uniret.evaluation.model_source import TrainedModelSource
-    from uniret.evaluation.recipes_compare import BUNDLE_MODES
-    from uniret.retrieval.runs import read_run
+    from uniret.ops.recipes_compare import BUNDLE_MODES
 
     recipes = RECIPES[:2]
     runs = {r: trained(r) for r in recipes}

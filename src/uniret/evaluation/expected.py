@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from uniret.config.loader import ConfigError
-from uniret.evaluation.metrics import parse_metric
+from uniret.core.metric_names import parse_metric
 from uniret.utils.text import excerpt
 
 

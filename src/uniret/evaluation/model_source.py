@@ -17,10 +17,10 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from uniret.core.runs import read_run
 from uniret.evaluation.sources import Runs, SourceUnavailable, eval_datasets
 from uniret.retrieval.clear import clear_runs
-from uniret.retrieval.runs import read_run
-from uniret.stages.runtime import StageContext, read_manifest
+from uniret.runtime import StageContext, read_manifest
 
 log = logging.getLogger("uniret.evaluation")
 

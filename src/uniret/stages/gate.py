@@ -12,13 +12,13 @@ from typing import Any
 
 from uniret.bench.report import JSON_FILE as BENCH_JSON
 from uniret.config.gate import GateConfig
+from uniret.core.jsonio import read_json, read_optional_json
 from uniret.evaluation.gate import GateInputs, ProductionRef, decide, decision_markdown, resolve_gate_config
 from uniret.registry.bundles import read_manifest
 from uniret.registry.configured import registry_root
 from uniret.registry.pointer import POINTER, read_pointer
-from uniret.stages.runtime import StageContext, stage_output
+from uniret.runtime import StageContext, stage_output
 from uniret.utils.files import atomic_write_json, atomic_write_text
-from uniret.utils.jsonio import read_json, read_optional_json
 
 log = logging.getLogger("uniret.gate")
 
