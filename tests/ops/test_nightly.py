@@ -28,7 +28,7 @@ LOCK_WAIT_S = 120  # hang guard while the first process starts (not a timing ass
 def _candidate() -> str:
     """The system the gate judges by default: the mode the default recipe serves."""
     from uniret.config import load_params
-    from uniret.evaluation.gate import resolve_gate_config
+    from uniret.registry.gate import resolve_gate_config
 
     return resolve_gate_config(load_params(Path(__file__).resolve().parents[2] / "params.yaml", "cpu")).candidate_system
 

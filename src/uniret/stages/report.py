@@ -17,12 +17,12 @@ from uniret.config.paths import resolve_path
 from uniret.config.report import ReportConfig
 from uniret.core.jsonio import read_json, read_optional_json
 from uniret.evaluation import plots
-from uniret.evaluation.gate import resolve_gate_config
 from uniret.evaluation.regression import Comparison, compare, render
 from uniret.evaluation.train_logs import LOSS, SPARSITY_COLUMNS, STEP, Columns, find_train_logs
 from uniret.registry.bundles import read_manifest
 from uniret.registry.configured import registry_root
 from uniret.registry.errors import RegistryError
+from uniret.registry.gate import resolve_gate_config
 from uniret.registry.pointer import BUNDLES, read_pointer
 from uniret.runtime import StageContext, stage_output, stage_seconds
 from uniret.stages import STAGES
