@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -178,3 +179,51 @@ def test_the_graph_reader_sees_relative_and_lazy_imports(tmp_path):
     found = package_imports(pkg)
     assert set(found) == {("a", "b"), ("b", "a")}
     assert _cycles(found) == [["a", "b"]]
+
+
+@cache
+def _defined_names(path: Path) -> set[str]:
+    """Names a module binds at top level: defs, classes, assignments and imports."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+    return names
+
+
+def test_package_exports_name_what_their_modules_define():
+    """Each lazy export {name: submodule} of a package __init__ is defined in that submodule."""
+    checked = 0
+    for init in sorted(SRC.glob("*/__init__.py")):
+        module = ast.parse(init.read_text(encoding="utf-8"))
+        for node in module.body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "_EXPORTS" for t in node.targets):
+                exports = ast.literal_eval(node.value)
+                for name, submodule in exports.items():
+                    assert name in _defined_names(init.parent / f"{submodule}.py"), (
+                        f"{init}: {name!r} is not defined in {submodule}.py")
+                    checked += 1
+    assert checked > 100
+
+
+def test_importing_the_packages_loads_no_heavy_library():
+    """`uniret --help` and light commands import packages; torch, faiss and the JVM load on use only."""
+    import subprocess
+    import sys
+
+    packages = sorted(p.name for p in SRC.iterdir() if (p / "__init__.py").is_file())
+    script = (
+        "import importlib, sys\n"
+        f"for p in {packages!r}:\n"
+        "    importlib.import_module('uniret.' + p)\n"
+        "heavy = ('torch', 'faiss', 'jnius', 'pyserini', 'transformers', 'onnxruntime')\n"
+        "print(','.join(sorted(m for m in heavy if m in sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "", f"package imports loaded heavy libraries: {done.stdout.strip()}"
