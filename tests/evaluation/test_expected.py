@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from uniret.config.loader import ConfigError
-from uniret.evaluation.expected import check_expected, load_expected
+from uniret.evaluation.expected import check_expected, load_expected, not_applicable
 
 REFERENCE = """\
 system: bm25
@@ -55,6 +55,20 @@ def test_missing_dataset_system_or_metric_fails(reference):
     assert any("scifact recall@100: not measured" in f for f in failures)
     assert any("npl: system not evaluated" in f for f in failures)
     assert any("dataset not evaluated" in f for f in check_expected({"datasets": {}}, reference))
+
+
+def test_reference_of_another_recipe_or_an_unevaluated_system_does_not_apply(tmp_path, reference):
+    assert not_applicable(_metrics(0.676), load_expected(reference), "hybrid") is None  # no recipe key: every recipe
+    pinned = tmp_path / "pinned.yaml"
+    pinned.write_text(REFERENCE + "recipe: hybrid\n")
+    assert not_applicable(_metrics(0.676), load_expected(pinned), "hybrid") is None
+    assert "holds for recipe hybrid, this run trains led" in not_applicable(_metrics(0.676), load_expected(pinned), "led")
+    only_other = {"datasets": {"scifact": {"dense": {"ndcg@10": 0.6}}}}
+    assert "system bm25 was not evaluated" in not_applicable(only_other, load_expected(reference), None)
+    # evaluated on one dataset only: it applies, and compare() names the gap
+    partial = {"datasets": {"scifact": {"bm25": {"ndcg@10": 0.676, "recall@100": 0.913}}}}
+    assert not_applicable(partial, load_expected(reference), None) is None
+    assert any("npl: dataset not evaluated" in f for f in check_expected(partial, reference))
 
 
 @pytest.mark.parametrize(

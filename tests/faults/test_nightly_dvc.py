@@ -18,16 +18,24 @@ pytestmark = pytest.mark.slow
 REPRO = "dvc repro validate bm25"  # evaluate's inputs (index, metrics) are written by the test: see _upstream
 
 
-def _upstream(artifacts: Path) -> None:
-    """What the training half of the DAG leaves: an index bundle and evaluate metrics that beat BM25."""
-    metrics = {"datasets": {"scifact": {"uni": {"ndcg@10": 0.70}, "bm25": {"ndcg@10": 0.66}}},
-               "macro": {"uni": {"ndcg@10": 0.70}, "bm25": {"ndcg@10": 0.66}}}
-    for stage in ("index", "evaluate"):
+def _upstream(repo: Path) -> None:
+    """What the training half of the DAG leaves: an index bundle, its bench figures and evaluate
+    metrics in which the configured candidate (the recipe's served mode) beats BM25."""
+    from uniret.config import load_params
+    from uniret.registry.gate import resolve_gate_config
+
+    artifacts = repo / "artifacts"
+    cand = resolve_gate_config(load_params(repo / "params.yaml", None)).candidate_system
+    metrics = {"datasets": {"scifact": {cand: {"ndcg@10": 0.70}, "bm25": {"ndcg@10": 0.66}}},
+               "macro": {cand: {"ndcg@10": 0.70}, "bm25": {"ndcg@10": 0.66}}}
+    for stage in ("index", "bench", "evaluate"):
         (artifacts / stage).mkdir(parents=True, exist_ok=True)
         (artifacts / stage / "manifest.json").write_text(json.dumps({"inputs": {"x": "h"}}))
     (artifacts / "evaluate" / "metrics.json").write_text(json.dumps(metrics))
+    (artifacts / "bench" / "bench.json").write_text(json.dumps({"modes": {"bm25": {"p95_ms": 5.0}, cand: {"p95_ms": 20.0}}}))
     (artifacts / "index" / "bundle").mkdir()
-    (artifacts / "index" / "bundle" / "manifest.json").write_text(json.dumps({"metrics": {"mean_active_terms_doc": 50}}))
+    (artifacts / "index" / "bundle" / "manifest.json").write_text(json.dumps(
+        {"metrics": {"mean_active_terms_doc": 50, "bytes_per_doc_dense": 1536.0, "bytes_per_doc_sparse": 400.0}}))
 
 
 @pytest.fixture
@@ -41,7 +49,7 @@ def project(tmp_path, dvc_project):
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     env.pop("UNIRET_ARTIFACTS", None)
     env.pop("UNIRET_ADMIN_TOKEN", None)
-    _upstream(repo / "artifacts")
+    _upstream(repo)
     return repo, env
 
 

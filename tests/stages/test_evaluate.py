@@ -164,6 +164,7 @@ def test_reference_check_on_unsliced_data(tiny_ctx, upstream, tmp_path):
     assert evaluate.run(ok)["expected"] == {
         "files": [str(tmp_path / "ref.yaml")],
         "failures": [],
+        "skipped": [],
         "status": "pass",
     }
 

@@ -5,6 +5,7 @@ A reference file (YAML) pins what one system must score on each dataset:
     system: bm25
     tolerance: 0.015            # allowed |measured - reference|, both directions
     source: how the references were measured
+    recipe: hybrid              # optional: only runs of this recipe are held to it
     datasets:
       scifact: {ndcg@10: 0.676, recall@100: 0.9}
 
@@ -26,6 +27,8 @@ from uniret.config.loader import ConfigError
 from uniret.core.metric_names import parse_metric
 from uniret.utils.text import excerpt
 
+ALLOWED_KEYS = frozenset({"system", "tolerance", "source", "recipe", "datasets"})
+
 
 @dataclass(frozen=True)
 class Expected:
@@ -36,6 +39,7 @@ class Expected:
     tolerance: float
     scores: dict[str, dict[str, float]]  # {dataset: {metric: reference value}}
     source: str = ""
+    recipe: str | None = None  # the reference holds for models trained by this recipe only
 
 
 def _number(value: Any, where: str) -> float:
@@ -55,9 +59,12 @@ def load_expected(path: str | os.PathLike) -> Expected:
         raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: top level must be a mapping")
-    unknown = sorted(set(raw) - {"system", "tolerance", "source", "datasets"})
+    unknown = sorted(set(raw) - ALLOWED_KEYS)
     if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)}; allowed: datasets, source, system, tolerance")
+        raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(ALLOWED_KEYS))}")
+    recipe = raw.get("recipe")
+    if recipe is not None and (not isinstance(recipe, str) or not recipe):
+        raise ConfigError(f"{path}: recipe: expected a recipe name, got {excerpt(recipe)}")
     system = raw.get("system")
     if not isinstance(system, str) or not system:
         raise ConfigError(f"{path}: system: expected a system name, got {excerpt(system)}")
@@ -78,7 +85,7 @@ def load_expected(path: str | os.PathLike) -> Expected:
             except ValueError as exc:
                 raise ConfigError(f"{where}.{metric}: {exc}") from exc
             scores.setdefault(str(dataset), {})[metric] = _number(value, f"{where}.{metric}")
-    return Expected(path, system, tolerance, scores, str(raw.get("source") or ""))
+    return Expected(path, system, tolerance, scores, str(raw.get("source") or ""), recipe)
 
 
 def compare(metrics: dict[str, Any], expected: Expected) -> list[str]:
@@ -104,6 +111,18 @@ def compare(metrics: dict[str, Any], expected: Expected) -> list[str]:
                     f"+/- {expected.tolerance} (off by {value - ref:+.4f})"
                 )
     return failures
+
+
+def not_applicable(metrics: dict[str, Any], expected: Expected, recipe: str | None) -> str | None:
+    """Why a reference does not apply to this run (another recipe, or its system never evaluated), else None.
+
+    A system evaluated on some datasets but not others is not skipped: compare() reports the gaps.
+    """
+    if expected.recipe is not None and recipe is not None and expected.recipe != recipe:
+        return f"{expected.path.name} holds for recipe {expected.recipe}, this run trains {recipe}"
+    if not any(expected.system in systems for systems in metrics.get("datasets", {}).values()):
+        return f"{expected.path.name}: system {expected.system} was not evaluated in this run (evaluate.sources)"
+    return None
 
 
 def check_expected(metrics: dict[str, Any], path: str | os.PathLike) -> list[str]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from uniret.config import ConfigError
 from uniret.core.errors import StageFailed
-from uniret.evaluation.expected import check_expected
+from uniret.evaluation.expected import compare, load_expected, not_applicable
 from uniret.evaluation.outputs import write_evaluation
 from uniret.evaluation.scoring import score_systems
 from uniret.evaluation.sources import RUN_SOURCES, RunSource, collect_runs, load_source
@@ -49,8 +49,16 @@ def check_references(ctx: StageContext, doc: dict[str, Any]) -> dict[str, Any]:
         return {**result, "status": "skipped", "reason": "no expected_scores configured"}
     if slice_cfg.max_queries is not None or slice_cfg.max_docs is not None:
         return {**result, "status": "skipped", "reason": "data is sliced (data.slice); references are on whole datasets"}
+    recipe = ctx.params.section("model").recipe
+    result["skipped"] = []
     for path in paths:
-        result["failures"].extend(check_expected(doc, path))
+        expected = load_expected(path)
+        if reason := not_applicable(doc, expected, recipe):
+            result["skipped"].append(reason)
+        else:
+            result["failures"].extend(compare(doc, expected))
+    if len(result["skipped"]) == len(paths):
+        return {**result, "status": "skipped", "reason": "; ".join(result["skipped"])}
     result["status"] = "fail" if result["failures"] else "pass"
     return result
 
@@ -61,6 +69,9 @@ def _log_results(split: str, table: str, references: dict[str, Any]) -> None:
         log.warning("expected score missed: %s", failure)
     if references["status"] == "skipped":
         log.info("expected-score check skipped: %s", references["reason"])
+    else:
+        for reason in references.get("skipped", []):
+            log.info("expected-score file skipped: %s", reason)
 
 
 def run(ctx: StageContext) -> dict[str, Any]:

@@ -137,7 +137,9 @@ def _learn_fusion(ctx: StageContext, cfg: IndexConfig, rcfg: RetrievalConfig, da
     from uniret.stages.bm25 import DEV_QRELS, DEV_RUNS, TRAIN_RUN
 
     data = ctx.params.section("data")
-    modes = [m for m in FUSION_MODES if m in rcfg.modes]
+    # a fusion needs every head it fuses: a dense-only model (led, clear, aggretriever) has no lexicon
+    have = {"dense": encoded.dense is not None, "lexical": encoded.sparse is not None, "bm25": True}
+    modes = [m for m in FUSION_MODES if m in rcfg.modes and all(have.get(r, False) for r in fused_runs(m, rcfg))]
     dev_path = ctx.require("bm25") / DEV_QRELS
     if not cfg.fusion.enabled or not modes or not dev_path.is_file():
         return None
