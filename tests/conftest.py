@@ -47,7 +47,7 @@ def shared_data() -> Path:
 @pytest.fixture
 def tiny_ctx(tmp_path, shared_data):
     """A StageContext with the tiny profile, the repo's params.yaml and artifacts in tmp_path."""
-    from uniret.stages.runtime import make_context
+    from uniret.runtime import make_context
 
     return make_context(REPO / "params.yaml", "tiny", str(shared_data), tmp_path / "artifacts")
 
@@ -63,8 +63,8 @@ def tiny_bundle(tmp_path_factory, shared_data) -> Path:
     from uniret.data.beir import BeirDataset
     from uniret.data.slicing import write_slice
     from uniret.models.factory import build_model, save_model
+    from uniret.runtime import MANIFEST, VALIDATED_DATA, StageContext, make_context
     from uniret.stages import bm25, index
-    from uniret.stages.runtime import MANIFEST, VALIDATED_DATA, StageContext, make_context
     from uniret.utils.files import atomic_write_json
 
     base = make_context(REPO / "params.yaml", "tiny", str(shared_data), tmp_path_factory.mktemp("bundle") / "artifacts")

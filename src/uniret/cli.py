@@ -61,7 +61,8 @@ def add_common_args(p: argparse.ArgumentParser) -> None:
 
 def run_stage_command(args: argparse.Namespace, stage: str | None = None) -> int:
     """Run `stage` (default: the subcommand's) with the common arguments."""
-    from uniret.stages.runtime import make_context, run_stage
+    from uniret.runtime import make_context
+    from uniret.stages import run_stage
 
     ctx = make_context(args.params, args.profile, args.data, args.artifacts)
     run_stage(stage or args.stage, ctx)
@@ -108,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    from uniret.errors import format_error, is_user_error
+    from uniret.core.errors import format_error, is_user_error
 
     try:
         return int(args.func(args) or 0)

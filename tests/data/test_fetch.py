@@ -13,8 +13,8 @@ import pytest
 
 from uniret import cli
 from uniret.config.sections import SliceConfig
+from uniret.core.errors import FetchError
 from uniret.data.beir import BeirDataset
-from uniret.data.errors import FetchError
 from uniret.data.fetch import fetch_dataset
 from uniret.data.slicing import write_slice
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from uniret.data.errors import DataError
+from uniret.core.errors import DataError
 from uniret.data.negatives import iter_negatives, positives_of, sample_negatives, write_negatives
 
 DEPTH, PER_QUERY = 20, 5

@@ -10,7 +10,7 @@ import pytest
 import pytrec_eval
 
 from uniret.cli import main
-from uniret.retrieval.runs import read_run
+from uniret.core.runs import read_run
 
 REPO = Path(__file__).resolve().parents[2]
 # "scifact" on purpose: the tiny bundle was built on SciFact, but this folder holds other documents,

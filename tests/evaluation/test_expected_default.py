@@ -11,7 +11,7 @@ import pytest
 
 from uniret.config import load_params
 from uniret.evaluation.expected import compare, load_expected
-from uniret.evaluation.gate import resolve_gate_config
+from uniret.registry.gate import resolve_gate_config
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from uniret.core.runs import write_run
 from uniret.evaluation.sources import (
     RUN_SOURCES,
     Bm25Source,
@@ -12,7 +13,6 @@ from uniret.evaluation.sources import (
     collect_runs,
     load_source,
 )
-from uniret.retrieval.runs import write_run
 
 
 class _Optional:

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from uniret.data.errors import DataError
+from uniret.core.errors import DataError
 from uniret.evaluation.train_logs import find_train_logs, read_train_tsv
 
 

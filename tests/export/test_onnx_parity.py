@@ -13,11 +13,12 @@ from onnx import numpy_helper
 
 from uniret.config import load_params
 from uniret.config.models import ModelConfig
+from uniret.core.errors import StageFailed
 from uniret.data.beir import BeirDataset
-from uniret.errors import StageFailed
-from uniret.export.onnx import DOC_FILE, QUERY_FILE, OnnxEncoder, export_encoders
+from uniret.export.onnx import export_encoders
 from uniret.export.parity import check_parity, row_cosines
 from uniret.retrieval.encoding import TorchTextEncoder
+from uniret.retrieval.onnx_encoder import DOC_FILE, QUERY_FILE, OnnxEncoder
 
 QLEN, DLEN, BATCH = 32, 128, 16
 

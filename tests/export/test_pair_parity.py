@@ -10,9 +10,10 @@ import pytest
 
 from uniret.config import load_params
 from uniret.data.beir import BeirDataset
-from uniret.export.onnx import OnnxEncoder, export_encoders
+from uniret.export.onnx import export_encoders
 from uniret.export.parity import check_parity
 from uniret.retrieval.encoding import TorchTextEncoder
+from uniret.retrieval.onnx_encoder import OnnxEncoder
 
 pytestmark = pytest.mark.slow
 

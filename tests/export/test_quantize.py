@@ -9,9 +9,9 @@ import pytest
 from transformers import AutoTokenizer
 
 from uniret.config.retrieval import ParityConfig, QuantizeConfig
-from uniret.export.onnx import QUERY_FILE, QUERY_INT8_FILE, OnnxEncoder
 from uniret.export.parity import row_cosines
 from uniret.export.quantize import quantize_query_encoder
+from uniret.retrieval.onnx_encoder import QUERY_FILE, QUERY_INT8_FILE, OnnxEncoder
 
 QUERIES = ["protein folding in cells", "vitamin d deficiency and bone density", "gene expression in tumours",
            "effects of smoking on the lungs"]

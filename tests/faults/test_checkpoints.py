@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from uniret.errors import is_user_error
+from uniret.core.errors import CheckpointError, is_user_error
 from uniret.training import ShuffledBatches, latest_checkpoint, train
-from uniret.training.errors import CheckpointError
 
 
 def _cfg():

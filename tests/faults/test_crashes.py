@@ -110,7 +110,7 @@ def test_a_stage_removes_temp_folders_of_killed_runs(tmp_path, small_data, param
 
 
 def test_a_run_killed_between_its_two_renames_gets_the_previous_output_back(tmp_path):
-    from uniret.stages.runtime import clean_stale
+    from uniret.runtime import clean_stale
 
     art = tmp_path / "artifacts"
     old = art / ".index.old-999999999"  # pid beyond pid_max: certainly dead

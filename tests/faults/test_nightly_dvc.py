@@ -22,7 +22,7 @@ def _upstream(repo: Path) -> None:
     """What the training half of the DAG leaves: an index bundle, its bench figures and evaluate
     metrics in which the configured candidate (the recipe's served mode) beats BM25."""
     from uniret.config import load_params
-    from uniret.evaluation.gate import resolve_gate_config
+    from uniret.registry.gate import resolve_gate_config
 
     artifacts = repo / "artifacts"
     cand = resolve_gate_config(load_params(repo / "params.yaml", None)).candidate_system

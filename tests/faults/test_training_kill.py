@@ -25,7 +25,8 @@ def upstream(tmp_path_factory, repo_root, shared_data):
     """params (tiny, scifact only, 8 warmup steps, a checkpoint every 2) and artifacts with validate + bm25."""
     import yaml
 
-    from uniret.stages.runtime import make_context, run_stage
+    from uniret.runtime import make_context
+    from uniret.stages import run_stage
 
     tmp = tmp_path_factory.mktemp("killtrain")
     raw = yaml.safe_load((repo_root / "params.yaml").read_text())

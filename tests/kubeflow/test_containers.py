@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from uniret.errors import StageFailed
+from uniret.core.errors import StageFailed
 from uniret.kubeflow import containers as kc
 from uniret.kubeflow.local import LocalRun, unfinished_stages
 from uniret.kubeflow.task import check_upstream

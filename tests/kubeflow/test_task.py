@@ -8,7 +8,7 @@ import pytest
 from kfp import dsl
 
 from uniret.config.loader import ConfigError
-from uniret.data.errors import DataError
+from uniret.core.errors import DataError
 from uniret.kubeflow import task as kt
 
 

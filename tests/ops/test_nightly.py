@@ -19,7 +19,7 @@ import yaml
 from uniret.config.recipes import EVAL_MODES
 from uniret.ops.nightly import EXIT_BLOCKED, EXIT_FAILED, EXIT_LOCKED, EXIT_PROMOTED, run_nightly
 from uniret.registry.pointer import read_pointer
-from uniret.stages.runtime import make_context
+from uniret.runtime import make_context
 
 PY = shlex.quote(sys.executable)
 LOCK_WAIT_S = 120  # hang guard while the first process starts (not a timing assertion)
@@ -28,7 +28,7 @@ LOCK_WAIT_S = 120  # hang guard while the first process starts (not a timing ass
 def _candidate() -> str:
     """The system the gate judges by default: the mode the default recipe serves."""
     from uniret.config import load_params
-    from uniret.evaluation.gate import resolve_gate_config
+    from uniret.registry.gate import resolve_gate_config
 
     return resolve_gate_config(load_params(Path(__file__).resolve().parents[2] / "params.yaml", "cpu")).candidate_system
 

@@ -121,7 +121,7 @@ def test_failed_task_is_caught_although_kfp_sees_exit_0(repo_root, image, tmp_pa
     import docker
     from kfp.local.docker_task_handler import run_docker_container
 
-    from uniret.errors import StageFailed
+    from uniret.core.errors import StageFailed
     from uniret.kubeflow.containers import podman_service
 
     socket_dir = Path(tempfile.mkdtemp(prefix="uniret-podman-"))

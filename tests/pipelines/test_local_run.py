@@ -8,7 +8,7 @@ import json
 import pytest
 
 from uniret.config import load_params
-from uniret.errors import StageFailed
+from uniret.core.errors import StageFailed
 from uniret.kubeflow.local import run_local
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from uniret.config.loader import ConfigError, build
 from uniret.config.retrieval import RetrievalConfig
+from uniret.core.runs import ranked
 from uniret.lexical.impact import build_impact_index
 from uniret.retrieval.base import QueryBatch
 from uniret.retrieval.bundle import choose_lexical_backend, open_bundle
@@ -18,7 +19,6 @@ from uniret.retrieval.encoding import EncodedTexts
 from uniret.retrieval.lexical import LexicalSearcher, LuceneImpactIndex, MemoryImpactIndex
 from uniret.retrieval.modes import build_searchers
 from uniret.retrieval.ranking import tie_ranks, top_k_ranked
-from uniret.retrieval.runs import ranked
 from uniret.retrieval.sparse import iter_term_rows, vocab_tokens
 from uniret.retrieval.uni import UniSearcher
 

@@ -13,7 +13,7 @@ from uniret.config import Params
 from uniret.data.beir import BeirDataset
 from uniret.retrieval.bundle import MANIFEST, ONNX_DIR, TOKENIZER_DIR, open_bundle, read_bundle_manifest
 from uniret.retrieval.sharded import EncoderSpec, encode_corpus_shard, merge_shard_dirs, shard_plan
-from uniret.stages.runtime import StageContext
+from uniret.runtime import StageContext
 
 TOP_K = 10
 
@@ -64,8 +64,8 @@ def test_per_shard_function_and_merge_reproduce_the_unsharded_encoding(bundle_pa
 def test_index_stage_with_two_shards_gives_the_same_top10_as_unsharded(bundle_parts, tmp_path, repo_root, shared_data):
     from uniret.retrieval.base import encode_queries
     from uniret.retrieval.modes import build_searchers
+    from uniret.runtime import make_context
     from uniret.stages import index as index_stage
-    from uniret.stages.runtime import make_context
 
     unsharded, dataset, _ = bundle_parts
     artifacts = tmp_path / "artifacts"

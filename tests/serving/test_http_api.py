@@ -9,7 +9,7 @@ import json
 import pytest
 
 from uniret.bench.http_client import get_json, post_json
-from uniret.retrieval.runs import ranked
+from uniret.core.runs import ranked
 
 QUERIES = ["cancer cells proliferation", "vitamin D deficiency", "protein misfolding"]
 

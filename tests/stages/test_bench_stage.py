@@ -9,9 +9,9 @@ import json
 import pytest
 
 from uniret.config import Params
+from uniret.runtime import StageContext, make_context
 from uniret.stages import bench as bench_stage
 from uniret.stages import gate as gate_stage
-from uniret.stages.runtime import StageContext, make_context
 
 
 def _ctx(base: StageContext, gate: dict) -> StageContext:

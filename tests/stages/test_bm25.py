@@ -6,13 +6,13 @@ import json
 
 import pytest
 
+from uniret.core.runs import read_run
 from uniret.data.beir import BeirDataset, read_qrels
 from uniret.data.dev_split import dev_query_ids
 from uniret.data.negatives import iter_negatives
 from uniret.data.slicing import write_slice
-from uniret.retrieval.runs import read_run
-from uniret.stages import bm25
-from uniret.stages.runtime import MANIFEST, VALIDATED_DATA, make_context, read_manifest, run_stage
+from uniret.runtime import MANIFEST, VALIDATED_DATA, make_context, read_manifest
+from uniret.stages import bm25, run_stage
 from uniret.utils.files import atomic_write_json
 
 

@@ -8,13 +8,13 @@ import json
 import pytest
 
 from uniret.config import ConfigError, Params
+from uniret.core.errors import StageFailed
+from uniret.core.runs import read_run, write_run
 from uniret.data.beir import BeirDataset
 from uniret.data.slicing import write_slice
-from uniret.errors import StageFailed
 from uniret.evaluation.sources import RUN_SOURCES, SourceUnavailable
-from uniret.retrieval.runs import read_run, write_run
+from uniret.runtime import MANIFEST, VALIDATED_DATA, StageContext, read_manifest
 from uniret.stages import evaluate
-from uniret.stages.runtime import MANIFEST, VALIDATED_DATA, StageContext, read_manifest
 
 PERFECT_METRICS = ("ndcg@10", "mrr@10", "map")  # exactly 1.0 for a run listing all relevant docs first
 

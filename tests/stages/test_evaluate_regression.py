@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from uniret.evaluation.expected import check_expected, load_expected
-from uniret.stages.runtime import make_context, read_manifest, run_stage
+from uniret.runtime import make_context, read_manifest
+from uniret.stages import run_stage
 
 
 @pytest.mark.slow

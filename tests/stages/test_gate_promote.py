@@ -10,10 +10,10 @@ import yaml
 
 from uniret.registry.bundles import read_manifest
 from uniret.registry.pointer import read_pointer
+from uniret.runtime import make_context
+from uniret.runtime import read_manifest as read_stage_manifest
 from uniret.stages import gate as gate_stage
 from uniret.stages import promote as promote_stage
-from uniret.stages.runtime import make_context
-from uniret.stages.runtime import read_manifest as read_stage_manifest
 
 GATE = {"candidate_system": "uni", "min_score": 0.1, "min_score_per_dataset": {"scifact": 0.5},
         "max_regression": 0.01, "bm25_margin": 0.0, "min_active_terms_doc": 1.0, "max_active_terms_doc": 1000.0,

@@ -16,8 +16,8 @@ from uniret.data.slicing import write_slice
 from uniret.retrieval.base import encode_queries
 from uniret.retrieval.bundle import open_bundle
 from uniret.retrieval.lexical import LexicalSearcher, MemoryImpactIndex
+from uniret.runtime import MANIFEST, VALIDATED_DATA, StageContext
 from uniret.stages import index as index_stage
-from uniret.stages.runtime import MANIFEST, VALIDATED_DATA, StageContext
 from uniret.utils.files import atomic_write_json
 
 EVAL = ["scifact", "nfcorpus"]
@@ -46,8 +46,8 @@ def _validated(ctx, shared_data):
 def built(tmp_path_factory, shared_data, repo_root):
     """Run validate (fixture), bm25 (real), a factory checkpoint as warmup, then the index stage."""
     from uniret.models.factory import build_model, save_model
+    from uniret.runtime import make_context
     from uniret.stages import bm25
-    from uniret.stages.runtime import make_context
 
     tmp = tmp_path_factory.mktemp("index-stage")
     ctx = _small_ctx(make_context(repo_root / "params.yaml", "tiny", str(shared_data), tmp / "artifacts"))
@@ -151,7 +151,7 @@ def test_find_checkpoint_prefers_the_most_trained_stage(tiny_ctx):
 
 
 def test_bundle_records_the_clear_weight_of_the_recipe_that_trained_the_model(tiny_ctx):
-    from uniret.stages.runtime import MANIFEST as STAGE_MANIFEST
+    from uniret.runtime import MANIFEST as STAGE_MANIFEST
     from uniret.utils.files import atomic_write_json
 
     model_dir = tiny_ctx.stage_dir("warmup") / "model"

@@ -8,8 +8,8 @@ import pytest
 
 from uniret.config import Params
 from uniret.config.loader import ConfigError
+from uniret.runtime import StageContext
 from uniret.stages import launch
-from uniret.stages.runtime import StageContext
 
 
 def _ctx(tiny_ctx, **distributed) -> StageContext:

@@ -8,8 +8,8 @@ import pytest
 
 from uniret.config import Params
 from uniret.config.loader import ConfigError
+from uniret.runtime import StageContext
 from uniret.stages.recipe_stage import active_recipe
-from uniret.stages.runtime import StageContext
 
 
 def _ctx(tiny_ctx, recipe: str, train: dict) -> StageContext:

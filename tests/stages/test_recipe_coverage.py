@@ -18,7 +18,7 @@ import pytrec_eval
 import yaml
 
 from uniret.config.recipes import TRAINING_STAGES
-from uniret.stages.runtime import read_manifest
+from uniret.runtime import read_manifest
 
 pytestmark = pytest.mark.slow
 
@@ -34,8 +34,8 @@ def base(tmp_path_factory, shared_data):
     """A params file evaluating SciFact only (the CLI reads it too), validated slices, the bm25 stage."""
     from uniret.data.beir import BeirDataset
     from uniret.data.slicing import write_slice
+    from uniret.runtime import MANIFEST, VALIDATED_DATA, make_context
     from uniret.stages import bm25
-    from uniret.stages.runtime import MANIFEST, VALIDATED_DATA, make_context
     from uniret.utils.files import atomic_write_json
 
     tmp = tmp_path_factory.mktemp("recipes")
@@ -54,7 +54,7 @@ def base(tmp_path_factory, shared_data):
 @pytest.fixture(scope="module")
 def trained(base):
     """recipe -> its RecipeRun (artifacts/recipes/<recipe>/, index stage included), trained on first use."""
-    from uniret.evaluation.recipes_compare import train_recipe
+    from uniret.ops.recipes_compare import train_recipe
     from uniret.stages import index
 
     done = {}
@@ -129,8 +129,8 @@ def test_recipes_compare_scores_the_trained_recipes(trained, base, shared_data):
     mode of both, each figure is pytrec_eval's on that system's run, and compare.md shows every row."""
     from uniret.cli import main
     from uniret.config.modes import FUSION_MODES as BUNDLE_MODES
+    from uniret.core.runs import read_run
     from uniret.evaluation.model_source import TrainedModelSource
-    from uniret.retrieval.runs import read_run
 
     recipes = ["hybrid", "unifier"]  # the first two of the former params.yaml order
     runs = {r: trained(r) for r in recipes}

@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from uniret.registry.promotion import promote
+from uniret.runtime import make_context
 from uniret.stages import report as report_stage
-from uniret.stages.runtime import make_context
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

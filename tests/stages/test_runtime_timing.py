@@ -7,7 +7,8 @@ import sys
 import time
 import types
 
-from uniret.stages.runtime import MANIFEST, run_stage, stage_output
+from uniret.runtime import MANIFEST, stage_output
+from uniret.stages import run_stage
 
 
 def test_manifest_seconds_cover_work_done_before_the_outputs(tiny_ctx, monkeypatch):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from uniret.stages.runtime import MANIFEST
+from uniret.runtime import MANIFEST
 from uniret.stages.teachers import usable_teacher_terms
 from uniret.utils.files import atomic_write_json
 

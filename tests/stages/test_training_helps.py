@@ -16,7 +16,8 @@ import shutil
 import pytest
 
 from uniret.config import Params
-from uniret.stages.runtime import MANIFEST, StageContext, run_stage
+from uniret.runtime import MANIFEST, StageContext
+from uniret.stages import run_stage
 
 pytestmark = pytest.mark.slow
 
@@ -50,7 +51,7 @@ def _hybrid(ctx: StageContext) -> dict[str, float]:
 
 def test_trained_default_hybrid_beats_its_untrained_start(tmp_path, repo_root, shared_data):
     from uniret.models.factory import build_model, save_model
-    from uniret.stages.runtime import make_context
+    from uniret.runtime import make_context
     from uniret.utils.files import atomic_write_json
 
     base = make_context(repo_root / "params.yaml", "tiny", str(shared_data), tmp_path / "trained")

@@ -15,7 +15,8 @@ import pytest
 
 from uniret.config import Params
 from uniret.data.negatives import iter_negatives
-from uniret.stages.runtime import StageContext, read_manifest, run_stage
+from uniret.runtime import StageContext, read_manifest
+from uniret.stages import run_stage
 
 pytestmark = pytest.mark.slow
 
@@ -34,7 +35,7 @@ def _with(ctx: StageContext, artifacts, **sections) -> StageContext:
 @pytest.fixture(scope="module")
 def dag(tmp_path_factory, repo_root, shared_data):
     """The tiny DAG run once; returns the context (recipe unifier) and each stage's result."""
-    from uniret.stages.runtime import make_context
+    from uniret.runtime import make_context
 
     base = make_context(repo_root / "params.yaml", "tiny", str(shared_data), tmp_path_factory.mktemp("dag") / "artifacts")
     ctx = _with(base, base.artifacts, data={"eval_datasets": EVAL_DATASETS}, model={"recipe": "unifier"})

@@ -14,8 +14,8 @@ from uniret import cli
 from uniret.config.sections import SliceConfig
 from uniret.data.beir import BeirDataset
 from uniret.data.slicing import write_slice
+from uniret.runtime import read_manifest
 from uniret.stages import validate
-from uniret.stages.runtime import read_manifest
 from uniret.utils.files import hash_path
 
 NAME = "sf_slice"

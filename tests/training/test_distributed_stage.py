@@ -31,7 +31,8 @@ import pytest
 import torch
 
 from uniret.config import Params
-from uniret.stages.runtime import MANIFEST, VALIDATED_DATA, StageContext, read_manifest, run_stage
+from uniret.runtime import MANIFEST, VALIDATED_DATA, StageContext, read_manifest
+from uniret.stages import run_stage
 from uniret.utils.files import atomic_write_json
 
 pytestmark = pytest.mark.slow
@@ -46,8 +47,8 @@ def bm25_artifacts(tmp_path_factory, repo_root, shared_data):
     """validate (a fixture slice) + the real bm25 stage on tiny SciFact."""
     from uniret.data.beir import BeirDataset
     from uniret.data.slicing import write_slice
+    from uniret.runtime import make_context
     from uniret.stages import bm25
-    from uniret.stages.runtime import make_context
 
     base = make_context(repo_root / "params.yaml", "tiny", str(shared_data), tmp_path_factory.mktemp("ddp") / "base")
     raw = copy.deepcopy(base.params.raw)

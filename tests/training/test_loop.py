@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from uniret.config.training import TrainConfig
-from uniret.errors import StageFailed
+from uniret.core.errors import StageFailed
 from uniret.training import ShuffledBatches, TrainingDiverged, latest_checkpoint, load_checkpoint, train
 from uniret.training.checkpoint import list_checkpoints
 from uniret.training.schedules import warmup_linear_factor

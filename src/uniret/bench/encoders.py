@@ -27,7 +27,7 @@ def load_torch_encoder(checkpoint: Path, batch_size: int, query_max_length: int,
 def onnx_encoder(bundle_dir: Path, tokenizer, batch_size: int, query_max_length: int, doc_max_length: int,
                  threads: int):
     """The bundle's exported graphs as a TextEncoder (onnxruntime intra-op threads = `threads`)."""
-    from uniret.export.onnx import OnnxEncoder
+    from uniret.retrieval.onnx_encoder import OnnxEncoder
 
     return OnnxEncoder(Path(bundle_dir) / "onnx", tokenizer, batch_size, query_max_length, doc_max_length, threads)
 

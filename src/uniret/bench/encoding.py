@@ -77,8 +77,9 @@ def bench_model(name: str, fields: dict, docs: Sequence[str], max_length: int, b
     import torch
 
     from uniret.config.models import ModelConfig
-    from uniret.export.onnx import OnnxEncoder, export_encoders
+    from uniret.export.onnx import export_encoders
     from uniret.models.factory import build_model
+    from uniret.retrieval.onnx_encoder import OnnxEncoder
 
     torch.manual_seed(0)
     model = build_model(ModelConfig(**fields)).eval()

@@ -12,9 +12,9 @@ import time
 from tqdm.auto import tqdm
 
 from uniret.bench.stats import latency_summary
+from uniret.core.runs import Run
 from uniret.evaluation.metrics import evaluate_run
 from uniret.retrieval.base import Searcher
-from uniret.retrieval.runs import Run
 
 log = logging.getLogger("uniret.bench")
 

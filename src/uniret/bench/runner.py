@@ -133,7 +133,7 @@ def run_bench(params: Params, bundle_dir: Path, data_root: Path, out_dir: Path, 
            cfg.http, cfg.warmup_queries)
     parts = result["sizes"].get("parts", {})  # sizes may have failed: then no top-level byte figures
     for kind, part in (("dense", "dense.faiss"), ("sparse", "impact")):
-        if part in parts:  # top-level keys the promotion gate reads (evaluation.gate.budget_checks)
+        if part in parts:  # top-level keys the promotion gate reads (registry.gate.budget_checks)
             result[f"bytes_per_doc_{kind}"] = parts[part]["bytes_per_doc"]
     result["targets"] = targets(result, cfg.targets)
     result["seconds"] = round(time.perf_counter() - start, 1)

@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
 
         return run_stage_command(args)
     from uniret.evaluation.folder import FolderRequest, evaluate_folder, find_datasets
-    from uniret.stages.runtime import make_context
+    from uniret.runtime import make_context
 
     ctx = make_context(args.params, args.profile, args.data, args.artifacts)
     root = ctx.data_root

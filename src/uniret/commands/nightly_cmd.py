@@ -19,7 +19,7 @@ def _nightly(args: argparse.Namespace) -> int:
     import sys
 
     from uniret.ops.nightly import run_nightly
-    from uniret.stages.runtime import make_context
+    from uniret.runtime import make_context
 
     ctx = make_context(args.params, args.profile, args.data, args.artifacts)
     cfg = ctx.params.section("nightly")

@@ -6,8 +6,8 @@ import argparse
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from uniret.evaluation.recipes_compare import compare_recipes
-    from uniret.stages.runtime import make_context
+    from uniret.ops.recipes_compare import compare_recipes
+    from uniret.runtime import make_context
 
     ctx = make_context(args.params, args.profile, args.data, args.artifacts)
     known = list(ctx.params.section("model").recipes)  # one per recipes/<name>.yaml

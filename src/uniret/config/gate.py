@@ -8,7 +8,7 @@ from typing import Literal
 
 @dataclass
 class GateConfig:
-    """Thresholds of the gate (see uniret.evaluation.gate for how each is checked).
+    """Thresholds of the gate (see uniret.registry.gate for how each is checked).
 
     Metric values are absolute (e.g. nDCG@10 in [0, 1]); a `None` budget turns its check into an
     explicit "skipped: no budget configured" entry of the decision, never a silent pass. Latency and

@@ -16,15 +16,12 @@ from typing import Any, TypeVar
 
 import yaml
 
+from uniret.core.errors import ConfigError
 from uniret.utils.text import excerpt
 
 T = TypeVar("T")
 
 PROFILE_KEY = "profiles"
-
-
-class ConfigError(ValueError):
-    """A params.yaml problem: names the file and the key path."""
 
 
 def read_params_file(path: str | os.PathLike) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from uniret.stages import STAGES
+from uniret.core.dag import STAGES
 
 # Kubernetes quantity syntax as kfp validates it (cpu: "2" / "500m"; memory: "4Gi", "512M", ...).
 _CPU = re.compile(r"^([0-9]*\.?[0-9]+m?)$")

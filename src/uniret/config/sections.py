@@ -150,7 +150,7 @@ class EvaluateConfig:
     sources: list[str] | None = None
 
     def validate(self) -> None:
-        from uniret.evaluation.metrics import parse_metric
+        from uniret.core.metric_names import parse_metric
 
         if not self.metrics:
             raise ValueError("metrics must name at least one metric")

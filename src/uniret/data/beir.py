@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from uniret.data.errors import DataError, DataProblem
+from uniret.core.errors import DataError, DataProblem
 from uniret.utils.files import atomic_write_text
 from uniret.utils.text import excerpt
 

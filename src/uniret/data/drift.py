@@ -10,7 +10,7 @@ which bounds its error by 1/sketch_points).
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +134,3 @@ def load_stats(validate_dir: Path, dataset: str) -> dict[str, Any] | None:
 
 def save_stats(validate_dir: Path, stats: dict[str, Any]) -> Path:
     return atomic_write_json(stats_path(validate_dir, stats["dataset"]), stats)
-
-
-def drift_to_json(checks: list[DriftCheck]) -> list[dict[str, Any]]:
-    return [asdict(c) for c in checks]

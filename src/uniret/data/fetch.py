@@ -19,8 +19,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from uniret.core.errors import FetchError
 from uniret.data.beir import CORPUS_FILE, QRELS_DIR, QUERIES_FILE
-from uniret.data.errors import FetchError
 from uniret.utils.files import CHUNK
 from uniret.utils.names import PLAIN_RULE, is_plain_name
 from uniret.utils.text import excerpt

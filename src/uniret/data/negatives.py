@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from uniret.core.errors import DataError, DataProblem
+from uniret.core.runs import Run, ranked
 from uniret.data.beir import Qrels
-from uniret.data.errors import DataError, DataProblem
-from uniret.retrieval.runs import Run, ranked
 from uniret.utils.files import atomic_write_text
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from uniret.core.errors import DataError, DataProblem
 from uniret.data.beir import BeirDataset
-from uniret.data.errors import DataError, DataProblem
 
 DATA_ENV = "UNIRET_DATA"
 

@@ -8,8 +8,8 @@ import shutil
 from pathlib import Path
 
 from uniret.config.sections import SliceConfig
+from uniret.core.errors import DataError, DataProblem
 from uniret.data.beir import CORPUS_FILE, QRELS_DIR, QRELS_HEADER, QUERIES_FILE, BeirDataset
-from uniret.data.errors import DataError, DataProblem
 
 
 def _write_qrels(path: Path, qrels: dict[str, dict[str, int]]) -> None:

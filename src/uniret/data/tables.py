@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from uniret.core.errors import DataError, DataProblem
 from uniret.data.beir import (
     CORPUS_FILE,
     QRELS_DIR,
@@ -21,7 +22,6 @@ from uniret.data.beir import (
     iter_qrels,
     iter_queries_lines,
 )
-from uniret.data.errors import DataError, DataProblem
 
 CORPUS, QUERIES, QRELS = "corpus", "queries", "qrels"
 

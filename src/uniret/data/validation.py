@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from uniret.config.sections import ValidateConfig
+from uniret.core.errors import DataProblem
 from uniret.data.drift import DriftCheck
-from uniret.data.errors import DataProblem
 from uniret.data.expectations import (
     INDEX_COLUMNS,
     corpus_expectations,

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from uniret.evaluation.sources import Runs, SourceUnavailable, eval_datasets
 from uniret.retrieval.corpus_cache import encoder_key
-from uniret.stages.runtime import StageContext
+from uniret.runtime import StageContext
 from uniret.utils.files import hash_path
 
 log = logging.getLogger("uniret.evaluation")

@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from uniret.config.loader import ConfigError
-from uniret.evaluation.metrics import parse_metric
+from uniret.core.metric_names import parse_metric
 from uniret.utils.text import excerpt
 
 ALLOWED_KEYS = frozenset({"system", "tolerance", "source", "recipe", "datasets"})

@@ -23,15 +23,15 @@ from pathlib import Path
 from typing import Any
 
 from uniret.config import Params
+from uniret.core.errors import StageFailed
+from uniret.core.runs import write_run
 from uniret.data.beir import CORPUS_FILE, BeirDataset
-from uniret.errors import StageFailed
 from uniret.evaluation.bundle_source import BM25_INDEXES, BUNDLE
 from uniret.evaluation.outputs import write_evaluation
 from uniret.evaluation.scoring import score_systems
 from uniret.evaluation.sources import Bm25Source, RunSource, collect_runs
 from uniret.evaluation.tables import metrics_table
-from uniret.retrieval.runs import write_run
-from uniret.stages.runtime import MANIFEST, StageContext, read_manifest, stage_output
+from uniret.runtime import MANIFEST, StageContext, read_manifest, stage_output
 from uniret.utils.files import atomic_write_json
 
 log = logging.getLogger("uniret.evaluation")

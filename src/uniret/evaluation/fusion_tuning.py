@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from uniret.core.metric_names import parse_metric
+from uniret.core.runs import Run
 from uniret.data.beir import Qrels
-from uniret.evaluation.metrics import evaluate_run, parse_metric
-from uniret.retrieval.runs import Run
+from uniret.evaluation.metrics import evaluate_run
 
 
 @dataclass

@@ -18,10 +18,10 @@ import logging
 from pathlib import Path
 
 from uniret.config.modes import MODEL_SEARCH_MODES
+from uniret.core.runs import read_run
 from uniret.evaluation.sources import Runs, SourceUnavailable, eval_datasets
 from uniret.retrieval.clear import clear_runs
-from uniret.retrieval.runs import read_run
-from uniret.stages.runtime import StageContext, read_manifest
+from uniret.runtime import StageContext, read_manifest
 
 log = logging.getLogger("uniret.evaluation")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from uniret.core.runs import Run, write_run
 from uniret.evaluation.scoring import Scores
-from uniret.retrieval.runs import Run, write_run
 from uniret.utils.files import atomic_write_json, atomic_write_text
 
 METRICS_JSON = "metrics.json"

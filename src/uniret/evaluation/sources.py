@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from uniret.retrieval.runs import Run, read_run
-from uniret.stages.runtime import StageContext
+from uniret.core.runs import Run, read_run
+from uniret.runtime import StageContext
 
 log = logging.getLogger("uniret.evaluation")
 

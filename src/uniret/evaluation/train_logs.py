@@ -11,7 +11,7 @@ import csv
 import math
 from pathlib import Path
 
-from uniret.data.errors import DataError, DataProblem
+from uniret.core.errors import DataError, DataProblem
 
 TRAIN_TSV = Path("metrics") / "train.tsv"
 STEP = "step"

@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from uniret.config.retrieval import ParityConfig
-from uniret.errors import StageFailed
+from uniret.core.errors import StageFailed
 from uniret.retrieval.base import top_k_rows
 from uniret.retrieval.encoding import EncodedTexts, TextEncoder
 

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from uniret.config.retrieval import ParityConfig, QuantizeConfig
-from uniret.export.onnx import QUERY_FILE, QUERY_INT8_FILE, OnnxEncoder
 from uniret.export.parity import failed_checks, measure_parity
+from uniret.retrieval.onnx_encoder import QUERY_FILE, QUERY_INT8_FILE, OnnxEncoder
 
 log = logging.getLogger("uniret.export")
 

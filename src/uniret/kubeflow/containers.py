@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from uniret.errors import StageFailed
+from uniret.core.errors import StageFailed
 
 log = logging.getLogger("uniret.kubeflow")
 

@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from uniret.config.pipeline import PipelineConfig
-from uniret.errors import StageFailed
+from uniret.core.errors import StageFailed
+from uniret.core.jsonio import read_json
 from uniret.kubeflow.containers import DOCKER_HOST_ENV, ContainerRun, docker_host, docker_runner, run_binds
 from uniret.kubeflow.pipeline import build_pipeline, plan_stages
 from uniret.kubeflow.task import PARAMS_ENV, WORKDIR_ARTIFACTS, parse_overrides
-from uniret.stages.runtime import MANIFEST
+from uniret.runtime import MANIFEST
 from uniret.utils.envvars import temporary_env
-from uniret.utils.jsonio import read_json
 
 log = logging.getLogger("uniret.kubeflow")
 

@@ -22,10 +22,10 @@ from typing import Any
 from uniret.config.loader import PROFILE_KEY, ConfigError, merge_overrides
 from uniret.config.params import Params
 from uniret.config.recipe_files import RECIPES_DIR
-from uniret.data.errors import DataError, DataProblem
-from uniret.errors import StageFailed
-from uniret.stages.runtime import MANIFEST, StageContext, make_context, run_stage
-from uniret.utils.jsonio import read_json
+from uniret.core.errors import DataError, DataProblem, StageFailed
+from uniret.core.jsonio import read_json
+from uniret.runtime import MANIFEST, StageContext, make_context
+from uniret.stages import run_stage
 
 log = logging.getLogger("uniret.kubeflow")
 

@@ -15,10 +15,10 @@ from pathlib import Path
 from tqdm import tqdm
 
 from uniret.config.sections import Bm25Config
+from uniret.core.runs import Run
 from uniret.data.beir import BeirDataset, Document
 from uniret.lexical.indexing import IndexStats, write_lucene_index
 from uniret.lexical.jvm import java_class
-from uniret.retrieval.runs import Run
 
 log = logging.getLogger("uniret.lexical")
 

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from uniret.core.runs import Run
 from uniret.lexical.indexing import IndexStats, write_lucene_index
 from uniret.lexical.jvm import java_class
-from uniret.retrieval.runs import Run
 
 log = logging.getLogger("uniret.lexical")
 

@@ -54,11 +54,6 @@ SCHEDULES: dict[str, Callable[[int], Schedule]] = {
 }
 
 
-def register_schedule(name: str, factory: Callable[[int], Schedule]) -> None:
-    """Plug in a new schedule kind (factory takes ramp_steps)."""
-    SCHEDULES[name] = factory
-
-
 def build_schedule(cfg: ScheduleConfig) -> Schedule:
     """The Schedule of a ScheduleConfig."""
     try:

@@ -147,7 +147,7 @@ def read_model_config(directory: str | os.PathLike) -> ModelConfig:
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        from uniret.training.errors import CheckpointError
+        from uniret.core.errors import CheckpointError
 
         raise CheckpointError(f"{path}: invalid JSON: {exc}") from exc
     if meta.get("format") != FORMAT_VERSION:
@@ -166,7 +166,7 @@ def load_model(directory: str | os.PathLike, device: str | torch.device | None =
         state = torch.load(directory / WEIGHTS_FILE, map_location="cpu", weights_only=True)
         model.load_state_dict(state)
     except Exception as exc:  # truncated, foreign or mismatched weights: name the file
-        from uniret.training.errors import CheckpointError
+        from uniret.core.errors import CheckpointError
 
         raise CheckpointError(f"{directory / WEIGHTS_FILE}: cannot load the model weights "
                               f"({type(exc).__name__}: {excerpt(str(exc))})") from exc

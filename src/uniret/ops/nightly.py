@@ -17,11 +17,12 @@ from pathlib import Path
 
 from uniret.config.nightly import NightlyConfig
 from uniret.config.paths import params_dir, resolve_path
-from uniret.errors import StageFailed
+from uniret.core.errors import StageFailed
+from uniret.core.jsonio import read_json
+from uniret.runtime import ARTIFACTS_ENV, StageContext
+from uniret.stages import run_stage
 from uniret.stages.gate import DECISION_JSON
 from uniret.stages.promote import blocked_summary
-from uniret.stages.runtime import ARTIFACTS_ENV, StageContext, run_stage
-from uniret.utils.jsonio import read_json
 from uniret.utils.locks import HeldLock, LockHeld, file_lock
 
 log = logging.getLogger("uniret.ops")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from uniret.errors import StageFailed
+from uniret.core.errors import StageFailed
 
 
 class RegistryError(StageFailed):

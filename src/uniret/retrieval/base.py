@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from uniret.core.runs import Run
 from uniret.retrieval.encoding import EncodedTexts, TextEncoder
-from uniret.retrieval.runs import Run
 
 
 @dataclass

@@ -6,8 +6,8 @@ import threading
 from pathlib import Path
 
 from uniret.config.sections import Bm25Config
+from uniret.core.runs import Run
 from uniret.retrieval.base import QueryBatch, Searcher
-from uniret.retrieval.runs import Run
 
 
 class Bm25ModeSearcher(Searcher):

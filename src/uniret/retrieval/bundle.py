@@ -28,11 +28,11 @@ import scipy.sparse as sp
 from uniret.config.loader import build
 from uniret.config.retrieval import RetrievalConfig
 from uniret.config.sections import Bm25Config
-from uniret.export.onnx import OnnxEncoder
 from uniret.retrieval.base import Searcher
 from uniret.retrieval.dense import doc_vectors, load_faiss_index, to_search_device
 from uniret.retrieval.lexical import LuceneImpactIndex, MemoryImpactIndex
 from uniret.retrieval.modes import CorpusIndex, build_searchers
+from uniret.retrieval.onnx_encoder import OnnxEncoder
 from uniret.retrieval.sparse import vocab_tokens
 
 log = logging.getLogger("uniret.retrieval")

@@ -8,9 +8,9 @@ the bundle's BM25 and faiss indexes.
 
 from __future__ import annotations
 
+from uniret.core.runs import Run
 from uniret.models.clear import dualrm_fuse
 from uniret.retrieval.base import QueryBatch, Searcher
-from uniret.retrieval.runs import Run
 
 
 def clear_runs(dense: Run, bm25: Run, bm25_weight: float, k: int) -> Run:

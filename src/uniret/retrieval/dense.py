@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 
 from uniret.config.retrieval import DenseIndexConfig
+from uniret.core.runs import Run
 from uniret.retrieval.base import QueryBatch, Searcher, rows_to_run
 from uniret.retrieval.encoding import TextEncoder
 from uniret.retrieval.faiss_loader import faiss
-from uniret.retrieval.runs import Run
 
 log = logging.getLogger("uniret.retrieval")
 

@@ -1,7 +1,7 @@
 """Text -> (dense, sparse, gate) arrays: the encoder side every searcher consumes.
 
 Searchers never touch torch or onnxruntime directly: they take a `TextEncoder`, either the torch
-model (`TorchTextEncoder`) or the exported graphs (`uniret.export.onnx.OnnxEncoder`), so the same
+model (`TorchTextEncoder`) or the exported graphs (`uniret.retrieval.onnx_encoder.OnnxEncoder`), so the same
 searcher code runs in training-time mining, evaluation and serving.
 """
 

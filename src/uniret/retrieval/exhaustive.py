@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from uniret.core.runs import Run
 from uniret.retrieval.base import QueryBatch, Searcher, rows_to_run, top_k_rows
 from uniret.retrieval.encoding import TextEncoder
 from uniret.retrieval.lexical import MemoryImpactIndex
-from uniret.retrieval.runs import Run
 from uniret.retrieval.uni import channel_weights, require_both
 
 # queries scored at once: bounds the [queries, docs] score matrices held in memory

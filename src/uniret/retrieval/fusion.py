@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from uniret.core.runs import Run, ranked
 from uniret.retrieval.base import QueryBatch, Searcher
 from uniret.retrieval.ranking import hits_dict, tie_ranks, top_k_ranked
-from uniret.retrieval.runs import Run, ranked
 
 
 def minmax(scores: dict[str, float]) -> dict[str, float]:

@@ -16,10 +16,10 @@ from typing import Protocol
 import numpy as np
 import scipy.sparse as sp
 
+from uniret.core.runs import Run
 from uniret.retrieval.base import QueryBatch, Searcher
 from uniret.retrieval.encoding import TextEncoder
 from uniret.retrieval.ranking import hits_dict, tie_ranks, top_k_ranked
-from uniret.retrieval.runs import Run
 from uniret.retrieval.sparse import keep_top_n, quantize, row_terms
 
 log = logging.getLogger("uniret.retrieval")

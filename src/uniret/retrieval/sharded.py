@@ -61,8 +61,8 @@ class EncoderSpec:
     def build(self, threads: int | None = None) -> TextEncoder:
         """The encoder, on the CPU, with `threads` intra-op threads (None: the library default)."""
         if self.kind == "onnx":
-            from uniret.export.onnx import OnnxEncoder
             from uniret.models.backbones import load_tokenizer
+            from uniret.retrieval.onnx_encoder import OnnxEncoder
 
             return OnnxEncoder(self.path, load_tokenizer(self.tokenizer), self.batch_size, self.query_max_length,
                                self.doc_max_length, threads=threads)

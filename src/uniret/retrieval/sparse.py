@@ -59,12 +59,3 @@ def iter_term_rows(
     """(id, {token: weight}) per row: the input format of the Lucene impact index builder."""
     for i, doc_id in enumerate(ids):
         yield doc_id, row_terms(matrix, i, vocab)
-
-
-def impact_scores(query_impacts: sp.csr_matrix, doc_impacts: sp.csr_matrix, quant: float) -> sp.csr_matrix:
-    """Lexical scores [queries, docs] from integer impacts, back on the float scale (÷ quant²).
-
-    Computed in float64: sums of integer products are exact, like Lucene's (below 2**24).
-    """
-    raw = query_impacts.astype(np.float64) @ doc_impacts.astype(np.float64).T
-    return sp.csr_matrix(raw / (quant * quant))

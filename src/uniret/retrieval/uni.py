@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from uniret.core.runs import Run
 from uniret.retrieval.base import QueryBatch, Searcher
 from uniret.retrieval.encoding import EncodedTexts, TextEncoder
 from uniret.retrieval.lexical import ImpactIndex
 from uniret.retrieval.ranking import hits_dict, tie_ranks, top_k_ranked
-from uniret.retrieval.runs import Run
 
 # Same scale as uniret.models.unifier.combine_uni (checked by a test): g = 0.5 -> plain addition.
 GATE_SCALE = 2.0

@@ -19,8 +19,8 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import ValidationError
 
+from uniret.core.runs import ranked
 from uniret.retrieval.base import Searcher
-from uniret.retrieval.runs import ranked
 from uniret.serving.limits import BodySizeLimit
 from uniret.serving.metrics import ServingMetrics
 from uniret.serving.schemas import (

@@ -1,21 +1,32 @@
 """One function per DAG stage; the CLI, dvc.yaml and the Kubeflow components all call these.
 
-Each module `uniret.stages.<name>` exposes `run(ctx: StageContext) -> dict` (metrics summary).
+Each module `uniret.stages.<name>` exposes `run(ctx: StageContext) -> dict` (metrics summary);
+`run_stage` runs one by name. The stage context and outputs live in uniret.runtime, the stage
+order in uniret.core.dag: domain packages read those, never this package.
 """
 
-# DAG order; `report` runs beside gate (after evaluate). bench measures the candidate bundle for the gate.
-STAGES = [
-    "validate",
-    "bm25",
-    "warmup",
-    "mine",
-    "reranker",
-    "continual",
-    "distill",
-    "index",
-    "bench",
-    "evaluate",
-    "gate",
-    "promote",
-    "report",
-]
+from __future__ import annotations
+
+import importlib
+import time
+from typing import Any
+
+from uniret.core.dag import STAGES
+from uniret.runtime import StageContext
+
+__all__ = ["STAGES", "run_stage"]
+
+
+def run_stage(stage: str, ctx: StageContext) -> dict[str, Any]:
+    """Import `uniret.stages.<stage>` and call its `run(ctx)` (under torchrun when params
+    `distributed` gives a training stage several processes: uniret.stages.launch)."""
+    from uniret.stages import launch
+
+    if launch.wants_torchrun(stage, ctx):
+        return launch.run_under_torchrun(stage, ctx)
+    module = importlib.import_module(f"uniret.stages.{stage}")
+    ctx.started = time.time()
+    try:
+        return module.run(ctx)
+    finally:
+        ctx.started = None

@@ -17,8 +17,8 @@ from typing import Any
 from uniret.bench.report import JSON_FILE
 from uniret.bench.runner import SECTIONS, run_bench
 from uniret.config.serving import BenchConfig
-from uniret.evaluation.gate import latency_mode, resolve_gate_config
-from uniret.stages.runtime import VALIDATED_DATA, StageContext, stage_output
+from uniret.registry.gate import latency_mode, resolve_gate_config
+from uniret.runtime import VALIDATED_DATA, StageContext, stage_output
 
 log = logging.getLogger("uniret.bench")
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from uniret.retrieval.runs import read_run
+from uniret.core.runs import read_run
+from uniret.runtime import StageContext
 from uniret.stages.recipe_stage import (
     active_recipe,
     corpus_texts,
@@ -21,7 +22,6 @@ from uniret.stages.recipe_stage import (
     train_and_save,
     write_skipped,
 )
-from uniret.stages.runtime import StageContext
 
 log = logging.getLogger("uniret.stages")
 

@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from uniret.config.sections import Bm25Config, DataConfig
+from uniret.core.runs import write_run
 from uniret.data.beir import BeirDataset, write_qrels
 from uniret.data.dev_split import split_qrels
 from uniret.data.negatives import sample_negatives, write_negatives
 from uniret.lexical.bm25 import Bm25Searcher, build_bm25_index
 from uniret.lexical.jvm import ensure_jvm
-from uniret.retrieval.runs import write_run
-from uniret.stages.runtime import StageContext, stage_output
+from uniret.runtime import StageContext, stage_output
 
 log = logging.getLogger("uniret.stages.bm25")
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from uniret.runtime import StageContext
 from uniret.stages.biencoder import run_biencoder_stage
-from uniret.stages.runtime import StageContext
 
 
 def run(ctx: StageContext) -> dict[str, Any]:

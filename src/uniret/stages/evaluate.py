@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from uniret.config import ConfigError
-from uniret.errors import StageFailed
+from uniret.core.errors import StageFailed
 from uniret.evaluation.expected import compare, load_expected, not_applicable
 from uniret.evaluation.outputs import write_evaluation
 from uniret.evaluation.scoring import score_systems
 from uniret.evaluation.sources import RUN_SOURCES, RunSource, collect_runs, load_source
 from uniret.evaluation.tables import metrics_table
-from uniret.stages.runtime import VALIDATED_DATA, StageContext, stage_output
+from uniret.runtime import VALIDATED_DATA, StageContext, stage_output
 
 log = logging.getLogger("uniret.evaluation")
 

@@ -12,13 +12,12 @@ from typing import Any
 
 from uniret.bench.report import JSON_FILE as BENCH_JSON
 from uniret.config.gate import GateConfig
-from uniret.evaluation.gate import GateInputs, ProductionRef, decide, decision_markdown, resolve_gate_config
-from uniret.registry.bundles import read_manifest
+from uniret.core.jsonio import read_json, read_optional_json
 from uniret.registry.configured import registry_root
-from uniret.registry.pointer import POINTER, read_pointer
-from uniret.stages.runtime import StageContext, stage_output
+from uniret.registry.gate import GateInputs, decide, decision_markdown, production_ref, resolve_gate_config
+from uniret.registry.pointer import POINTER
+from uniret.runtime import StageContext, stage_output
 from uniret.utils.files import atomic_write_json, atomic_write_text
-from uniret.utils.jsonio import read_json, read_optional_json
 
 log = logging.getLogger("uniret.gate")
 
@@ -27,16 +26,6 @@ DECISION_MD = "decision.md"
 METRICS_JSON = "metrics.json"  # written by the evaluate stage
 INDEX_BUNDLE = "bundle"  # the index stage's bundle folder
 BENCH_STAGE = "bench"  # its bench.json: latency and sizes of the candidate bundle
-
-
-def production_ref(root: Path, cfg: GateConfig) -> ProductionRef | None:
-    """The live bundle's version and stored evaluation metrics; None on cold start."""
-    pointer = read_pointer(root)
-    if pointer is None:
-        return None
-    manifest = read_manifest(root / pointer["bundle"])
-    system = (manifest.get("gate") or {}).get("candidate") or cfg.candidate_system
-    return ProductionRef(pointer["version"], manifest.get("evaluation") or {}, system)
 
 
 def gather_inputs(ctx: StageContext, cfg: GateConfig) -> tuple[GateInputs, dict[str, Path]]:

@@ -20,18 +20,19 @@ from typing import Any
 
 from uniret.config.modes import FUSION_MODES  # min-max fusions: weights learned on the dev split
 from uniret.config.retrieval import IndexConfig, RetrievalConfig
+from uniret.core.errors import StageFailed
 from uniret.data.beir import BeirDataset
-from uniret.errors import StageFailed
-from uniret.export.onnx import OnnxEncoder, export_encoders
+from uniret.export.onnx import export_encoders
 from uniret.export.parity import check_parity
 from uniret.export.quantize import quantize_query_encoder
 from uniret.retrieval.bundle import BM25_DIR, FORMAT_VERSION, MANIFEST, ONNX_DIR, TOKENIZER_DIR
 from uniret.retrieval.bundle_write import write_index_structures
 from uniret.retrieval.encoding import TorchTextEncoder
+from uniret.retrieval.onnx_encoder import OnnxEncoder
 from uniret.retrieval.sharded import EncoderSpec, encode_corpus
 from uniret.retrieval.sparse import vocab_tokens
-from uniret.stages.runtime import MANIFEST as STAGE_MANIFEST
-from uniret.stages.runtime import StageContext, read_manifest, stage_output
+from uniret.runtime import MANIFEST as STAGE_MANIFEST
+from uniret.runtime import StageContext, read_manifest, stage_output
 from uniret.utils.files import atomic_write_json, hash_path
 
 log = logging.getLogger("uniret.stages.index")
@@ -120,9 +121,9 @@ def _corpus_encoding(ctx: StageContext, key: str | None, dataset: BeirDataset, d
 def _tuning_runs(queries: dict[str, str], docids: list[str], encoded, encoder, rcfg: RetrievalConfig,
                  heads: list[str], bm25_run) -> dict[str, Any]:
     """{mode: dev run} of the fused heads (exact in-memory search over `encoded`) and BM25 (given)."""
+    from uniret.core.runs import ranked
     from uniret.retrieval.base import encode_queries
     from uniret.retrieval.modes import build_searchers, memory_corpus_index
-    from uniret.retrieval.runs import ranked
 
     searchers = build_searchers(memory_corpus_index(docids, encoded, rcfg), rcfg, encoder, modes=heads)
     batch = encode_queries(queries, encoder)
@@ -141,11 +142,11 @@ def _learn_fusion(ctx: StageContext, cfg: IndexConfig, rcfg: RetrievalConfig, da
     encodings (the same quantized impacts as the Lucene index); another dataset's corpus is encoded
     by the bundle's ONNX encoder into the encoding cache, where the evaluate stage finds it.
     """
+    from uniret.core.runs import read_run
     from uniret.data.beir import read_qrels
     from uniret.evaluation.fusion_tuning import TuningSet, learn_fusion_weights
     from uniret.retrieval.corpus_cache import cached_corpus_encoding
     from uniret.retrieval.modes import fused_runs
-    from uniret.retrieval.runs import read_run
     from uniret.stages.bm25 import DEV_QRELS, DEV_RUNS, TRAIN_RUN
 
     data = ctx.params.section("data")

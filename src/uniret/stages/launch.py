@@ -23,8 +23,8 @@ from typing import Any
 import yaml
 
 from uniret.config.distributed import DistributedConfig
-from uniret.errors import StageFailed
-from uniret.stages.runtime import StageContext, read_manifest
+from uniret.core.errors import StageFailed
+from uniret.runtime import StageContext, read_manifest
 
 log = logging.getLogger("uniret.stages")
 

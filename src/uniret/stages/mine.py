@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from uniret.core.runs import Run
 from uniret.data.negatives import NegativesRecord, write_negatives
-from uniret.retrieval.runs import Run
+from uniret.runtime import StageContext, stage_output
 from uniret.stages.recipe_stage import (
     NEGATIVES,
     SECTIONS,
@@ -29,7 +30,6 @@ from uniret.stages.recipe_stage import (
     read_records,
     write_skipped,
 )
-from uniret.stages.runtime import StageContext, stage_output
 from uniret.training.mining import merge_negatives, positive_recall, sample_window
 
 log = logging.getLogger("uniret.stages")

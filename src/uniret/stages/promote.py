@@ -10,13 +10,13 @@ import logging
 from typing import Any
 
 from uniret.config.paths import params_dir
+from uniret.core.jsonio import read_json
 from uniret.registry.configured import registry_config, registry_root, serving_from
 from uniret.registry.lineage import build_lineage
 from uniret.registry.promotion import promote
+from uniret.runtime import StageContext, stage_output
 from uniret.stages.gate import DECISION_JSON, INDEX_BUNDLE, METRICS_JSON
-from uniret.stages.runtime import StageContext, stage_output
 from uniret.utils.files import atomic_write_json
-from uniret.utils.jsonio import read_json
 
 log = logging.getLogger("uniret.registry")
 

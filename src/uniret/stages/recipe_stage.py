@@ -20,7 +20,7 @@ from typing import Any
 from uniret.config.models import RecipeConfig
 from uniret.config.recipes import RecipePlan, StageTrainingConfig, TrainingSection, with_train_override
 from uniret.data.negatives import NegativesRecord, iter_negatives
-from uniret.stages.runtime import StageContext, stage_output
+from uniret.runtime import StageContext, stage_output
 
 log = logging.getLogger("uniret.stages")
 

@@ -15,20 +15,20 @@ from typing import Any
 from uniret.config.gate import GateConfig
 from uniret.config.paths import resolve_path
 from uniret.config.report import ReportConfig
+from uniret.core.jsonio import read_json, read_optional_json
 from uniret.evaluation import plots
-from uniret.evaluation.gate import resolve_gate_config
 from uniret.evaluation.regression import Comparison, compare, render
 from uniret.evaluation.train_logs import LOSS, SPARSITY_COLUMNS, STEP, Columns, find_train_logs
 from uniret.registry.bundles import read_manifest
 from uniret.registry.configured import registry_root
 from uniret.registry.errors import RegistryError
+from uniret.registry.gate import resolve_gate_config
 from uniret.registry.pointer import BUNDLES, read_pointer
+from uniret.runtime import StageContext, stage_output, stage_seconds
 from uniret.stages import STAGES
 from uniret.stages.gate import DECISION_JSON, INDEX_BUNDLE, METRICS_JSON
-from uniret.stages.runtime import StageContext, stage_output, stage_seconds
 from uniret.tracking.wandb_report import RunContent, log_run
 from uniret.utils.files import atomic_write_text
-from uniret.utils.jsonio import read_json, read_optional_json
 
 log = logging.getLogger("uniret.report")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from uniret.runtime import StageContext
 from uniret.stages.recipe_stage import (
     active_recipe,
     corpus_texts,
@@ -19,7 +20,6 @@ from uniret.stages.recipe_stage import (
     train_and_save,
     write_skipped,
 )
-from uniret.stages.runtime import StageContext
 
 log = logging.getLogger("uniret.stages")
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import torch
 
 from uniret.config.models import RecipeConfig
+from uniret.runtime import StageContext, read_manifest
 from uniret.stages.recipe_stage import MODEL_DIR, model_dir
-from uniret.stages.runtime import StageContext, read_manifest
 
 log = logging.getLogger("uniret.stages")
 

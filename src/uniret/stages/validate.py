@@ -20,13 +20,13 @@ from typing import Any
 from tqdm import tqdm
 
 from uniret.config.sections import DataConfig
+from uniret.core.errors import StageFailed
 from uniret.data.beir import BeirDataset
 from uniret.data.drift import compare_stats, dataset_stats, load_stats, save_stats
 from uniret.data.slicing import write_slice
 from uniret.data.tables import load_tables
 from uniret.data.validation import DatasetReport, GxSession, validate_dataset
-from uniret.errors import StageFailed
-from uniret.stages.runtime import VALIDATED_DATA, StageContext, stage_output
+from uniret.runtime import VALIDATED_DATA, StageContext, stage_output
 from uniret.utils.files import atomic_write_json
 
 log = logging.getLogger("uniret.stages")

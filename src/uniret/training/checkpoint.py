@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from uniret.training.errors import CheckpointError
+from uniret.core.errors import CheckpointError
 from uniret.utils.files import atomic_open
 from uniret.utils.text import excerpt
 

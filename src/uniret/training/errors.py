@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from uniret.errors import StageFailed
+from uniret.core.errors import StageFailed
 
 
 class TrainingDiverged(StageFailed):
@@ -32,7 +32,3 @@ class TrainingDiverged(StageFailed):
             f"training diverged at step {step}: {what} is {value} (not finite); "
             f"loss terms: {shown}; {kept}. Lower the learning rate or check the inputs of this batch."
         )
-
-
-class CheckpointError(StageFailed, ValueError):
-    """A checkpoint file or folder cannot be read (truncated, foreign, damaged): names the file."""

@@ -16,8 +16,8 @@ from typing import Any
 
 import torch
 
+from uniret.core.runs import Run
 from uniret.data.negatives import NegativesRecord
-from uniret.retrieval.runs import Run
 
 
 @dataclass(frozen=True)

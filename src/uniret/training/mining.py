@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 
-from uniret.retrieval.runs import Run, ranked
+from uniret.core.runs import Run, ranked
 
 
 def window_candidates(

@@ -1,8 +1,7 @@
-"""What every stage shares: its context (params, data root, artifacts) and atomic outputs."""
+"""A stage's outputs: written to a temp folder with their manifest.json, then renamed into place."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import os
@@ -12,72 +11,16 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from uniret import __version__
-from uniret.config import Params, load_params
-from uniret.data.beir import BeirDataset
-from uniret.data.roots import resolve_data_root
-from uniret.errors import StageFailed
+from uniret.core.errors import StageFailed
+from uniret.runtime.context import MANIFEST, StageContext
 from uniret.utils.files import atomic_write_json, hash_path
 from uniret.utils.locks import pid_alive
 
 log = logging.getLogger("uniret")
-
-ARTIFACTS_ENV = "UNIRET_ARTIFACTS"
-MANIFEST = "manifest.json"
-# validate writes the validated (and, per profile, sliced) copies here; later stages read them.
-VALIDATED_DATA = "datasets"
-
-
-@dataclass
-class StageContext:
-    """Everything a stage function needs besides its own code."""
-
-    params: Params
-    data_root: Path
-    artifacts: Path
-    # wall-clock start of the stage being run (set by run_stage), so manifests time the whole
-    # stage (training, encoding), not just the writing of its outputs
-    started: float | None = None
-
-    @property
-    def profile(self) -> str:
-        return self.params.profile
-
-    def stage_dir(self, stage: str) -> Path:
-        """The output folder of `stage` (an upstream stage's outputs are read from here)."""
-        return self.artifacts / stage
-
-    def require(self, stage: str) -> Path:
-        """An upstream stage's output folder; a clear error when that stage has not run."""
-        path = self.stage_dir(stage)
-        if not (path / MANIFEST).is_file():
-            raise FileNotFoundError(f"{path}: outputs of stage {stage!r} not found; run `uniret {stage}` first")
-        return path
-
-    def dataset(self, name: str) -> BeirDataset:
-        """A validated dataset snapshot written by the validate stage."""
-        path = self.require("validate") / VALIDATED_DATA / name
-        if not path.is_dir():
-            raise FileNotFoundError(f"{path}: dataset {name!r} was not validated; add it to params.yaml data")
-        return BeirDataset(path, name)
-
-
-def make_context(
-    params_path: str | os.PathLike | None = None,
-    profile: str | None = None,
-    data: str | None = None,
-    artifacts: str | os.PathLike | None = None,
-) -> StageContext:
-    """Build a StageContext from CLI-style arguments and the environment."""
-    params = load_params(params_path, profile)
-    data_cfg = params.section("data")
-    root = resolve_data_root(data, data_cfg.root)
-    art = Path(artifacts or os.environ.get(ARTIFACTS_ENV) or "artifacts").resolve()
-    return StageContext(params=params, data_root=root, artifacts=art)
 
 
 def versions() -> dict[str, str]:
@@ -201,18 +144,3 @@ def stage_seconds(ctx: StageContext, stages: Sequence[str]) -> dict[str, float]:
         if isinstance(seconds, (int, float)):
             out[stage] = float(seconds)
     return out
-
-
-def run_stage(stage: str, ctx: StageContext) -> dict[str, Any]:
-    """Import `uniret.stages.<stage>` and call its `run(ctx)` (under torchrun when params
-    `distributed` gives a training stage several processes: uniret.stages.launch)."""
-    from uniret.stages import launch
-
-    if launch.wants_torchrun(stage, ctx):
-        return launch.run_under_torchrun(stage, ctx)
-    module = importlib.import_module(f"uniret.stages.{stage}")
-    ctx.started = time.time()
-    try:
-        return module.run(ctx)
-    finally:
-        ctx.started = None

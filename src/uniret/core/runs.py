@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from uniret.data.errors import DataError, DataProblem
+from uniret.core.errors import DataError, DataProblem
 from uniret.utils.files import atomic_write_text
 
 Run = dict[str, dict[str, float]]  # {query_id: {doc_id: score}}

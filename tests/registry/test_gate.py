@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from uniret.config.gate import GateConfig
-from uniret.evaluation.gate import GateInputs, ProductionRef, bench_p95_ms, decide, decision_markdown
+from uniret.registry.gate import GateInputs, ProductionRef, bench_p95_ms, decide, decision_markdown
 
 
 def _metrics(uni: dict[str, float], bm25: dict[str, float]) -> dict:
@@ -210,7 +210,7 @@ def test_candidate_system_defaults_to_the_serve_mode_of_the_active_recipe(tiny_c
     import copy
 
     from uniret.config import Params
-    from uniret.evaluation.gate import resolve_gate_config
+    from uniret.registry.gate import resolve_gate_config
 
     def with_values(recipe: str, candidate: str | None) -> Params:
         raw = copy.deepcopy(tiny_ctx.params.raw)

@@ -25,7 +25,8 @@ from uniret.config import Params
 from uniret.config.modes import FUSION_MODES  # served fusions: scored from a bundle
 from uniret.config.recipes import TRAINING_STAGES
 from uniret.evaluation.sources import Runs
-from uniret.stages.runtime import StageContext, run_stage
+from uniret.runtime import StageContext
+from uniret.stages import run_stage
 
 log = logging.getLogger("uniret.evaluation")
 
@@ -76,7 +77,7 @@ def dag_recipe_run(ctx: StageContext, recipe: str) -> RecipeRun | None:
     """The main DAG's training of `recipe` (artifacts/<stage>/), if its final model came from that recipe."""
     from uniret.evaluation.model_source import final_checkpoint
     from uniret.evaluation.sources import SourceUnavailable
-    from uniret.stages.runtime import read_manifest, stage_seconds
+    from uniret.runtime import read_manifest, stage_seconds
 
     try:
         _, path = final_checkpoint(ctx)

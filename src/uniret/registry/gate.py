@@ -1,4 +1,5 @@
-"""The promotion gate: pure decisions on plain dicts (evaluate metrics, bundle metrics, bench).
+"""The promotion gate: pure decisions on plain dicts (evaluate metrics, bundle metrics, bench),
+its config (resolve_gate_config) and the production bundle it compares against (production_ref).
 
 A decision is a list of checks, each `pass`, `fail` or `skipped` (with the reason it could not be
 checked: cold start, file absent, no budget configured). The gate passes when no check fails;
@@ -8,10 +9,13 @@ skipped checks are listed in the decision, never counted as passes.
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from uniret.config.gate import GateConfig
+from uniret.registry.bundles import read_manifest
+from uniret.registry.pointer import read_pointer
 
 Status = Literal["pass", "fail", "skipped"]
 
@@ -295,3 +299,13 @@ def decision_markdown(decision: Decision) -> str:
         threshold = "" if c.threshold is None else f"{c.threshold:.4g}"
         lines.append(f"| {c.name} | {c.dataset or ''} | {value} | {threshold} | {c.status} | {c.reason} |")
     return "\n".join(lines) + "\n"
+
+
+def production_ref(root: Path, cfg: GateConfig) -> ProductionRef | None:
+    """The live bundle's version and stored evaluation metrics; None on cold start."""
+    pointer = read_pointer(root)
+    if pointer is None:
+        return None
+    manifest = read_manifest(root / pointer["bundle"])
+    system = (manifest.get("gate") or {}).get("candidate") or cfg.candidate_system
+    return ProductionRef(pointer["version"], manifest.get("evaluation") or {}, system)

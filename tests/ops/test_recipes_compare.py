@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from uniret.evaluation.recipes_compare import dag_recipe_run
-from uniret.stages.runtime import MANIFEST
+from uniret.ops.recipes_compare import dag_recipe_run
+from uniret.runtime import MANIFEST
 from uniret.utils.files import atomic_write_json
 
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from uniret.data.errors import DataError, DataProblem
+from uniret.core.errors import DataError, DataProblem
 
 
 def read_json(path: str | Path, expect: type = dict) -> Any:
