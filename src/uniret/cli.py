@@ -12,22 +12,7 @@ import logging
 import sys
 
 from uniret import __version__
-from uniret.stages import STAGES
-
-STAGE_HELP = {
-    "validate": "great-expectations checks (and drift) on every dataset in use; writes validated snapshots",
-    "bm25": "Lucene BM25 index, runs on every eval set, BM25 negatives for training queries",
-    "warmup": "UnifieR warmup: both heads on BM25 negatives (+ FLOPS)",
-    "mine": "hard negatives from the warmup model's dense and lexical rankings",
-    "reranker": "train the cross-encoder teacher on mined negatives",
-    "continual": "continual stage on N_den U N_lex: contrastive + KL agreement (+ LED rank term)",
-    "distill": "reranker-taught stage: KL distillation from teacher scores",
-    "index": "encode the corpus: faiss + Lucene impact index + ONNX encoders, as a bundle",
-    "evaluate": "BEIR-style evaluation (nDCG@10, MRR@10, R@100, R@1000, MAP) of every mode",
-    "gate": "candidate vs production vs BM25 against params.yaml thresholds",
-    "promote": "publish the bundle and flip the production pointer (only when the gate passed)",
-    "report": "W&B run (offline by default) and a local regression report with plots",
-}
+from uniret.core.dag import STAGE_HELP, STAGES
 
 # Operational commands: module -> it defines `add_parser(subparsers)` setting `func(args) -> int`.
 COMMAND_MODULES = [
