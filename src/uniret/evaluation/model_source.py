@@ -1,7 +1,7 @@
 """Run sources "trained" and "zeroshot": retrieval with torch models over every eval dataset.
 
 - "trained": the final checkpoint of the training stages (distill, else continual, else warmup),
-  in every mode of its recipe's `training.recipes.<recipe>.eval_modes`, systems "<recipe>/<mode>":
+  in every mode of its recipe's `eval_modes` (recipes/<recipe>.yaml), systems "<recipe>/<mode>":
   dense, lexical, uni (lexical top-K then + dense score, UnifieR 3.4), hybrid / rrf (fused runs),
   exhaustive, and clear (DualRM Eq. 5: lambda_test * BM25 + embedding score over both runs).
 - "zeroshot": the untrained starting models of `training.evaluation.zeroshot` (SPLADE-tiny,

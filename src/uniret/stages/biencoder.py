@@ -2,7 +2,7 @@
 
 The three stages differ only in where they start (a fresh model or an earlier stage's checkpoint),
 which negatives they read (BM25's or the mine stage's) and their objective
-(`losses.recipes.<recipe>.<stage>`); the teachers the objective needs (reranker, lexical, BM25
+(`losses.<stage>` of recipes/<recipe>.yaml); the teachers the objective needs (reranker, lexical, BM25
 scores) are loaded from what the terms ask for.
 """
 

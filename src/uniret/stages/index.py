@@ -78,7 +78,7 @@ def _model_info(ctx: StageContext, model, stage: str, model_dir: Path) -> dict[s
         "recipe": recipe,
         # CLEAR lambda_test: serving's "clear" mode adds BM25 with the weight the model was trained for
         "bm25_weight": recipe_cfg.bm25_weight if recipe_cfg is not None else None,
-        # the mode serving answers in by default and the gate judges (training.recipes.<recipe>.serve_mode)
+        # the mode serving answers in by default and the gate judges (serve_mode in recipes/<recipe>.yaml)
         "serve_mode": plans[recipe].serve_mode if recipe in plans else None,
     }
 

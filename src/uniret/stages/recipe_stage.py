@@ -1,6 +1,6 @@
 """What the training stages (warmup, mine, reranker, continual, distill) share.
 
-- the active recipe: its model/teacher (params `model`), its plan (params `training.recipes`) and
+- the active recipe: its model/teacher (params `model`), its plan (recipes/<name>.yaml, placed under `training.recipes` by the loader) and
   its per-stage objectives (params `losses`);
 - the skip manifest of a stage the recipe does not run (the DAG keeps its shape);
 - `train_and_save`: the generic loop into a resumable work folder, then the final model

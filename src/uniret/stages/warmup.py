@@ -3,7 +3,7 @@
 UnifieR (3.3, Eq. 7): contrastive loss on both the dense and the lexicon module, plus FLOPS with
 a quadratic ramp-up; LED: the dense student's warm-up (Eq. 3); CLEAR: the residual-margin hinge
 on BM25's mistakes; Aggretriever: L + 0.5 L_agg + 0.5 L_cls. The objective is
-`losses.recipes.<recipe>.warmup`. Writes artifacts/warmup/{model/, metrics/train.tsv, manifest.json}.
+`losses.warmup` of recipes/<recipe>.yaml. Writes artifacts/warmup/{model/, metrics/train.tsv, manifest.json}.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A recipe's objective for one stage -> the `compute_loss(model, batch, step)` the loop calls.
 
-The loss terms come from params `losses.recipes.<recipe>.<stage>` (uniret.losses.compose); the
+The loss terms come from `losses.<stage>` of recipes/<recipe>.yaml (uniret.losses.compose); the
 external scores they need (a cross-encoder's, LED's lexical teacher's, BM25's) are computed here
 per batch, without gradient. Logs carry every term and the sparsity monitors
 active_terms_q / active_terms_d (mean non-zero terms of the sparse vectors) when the model has a
