@@ -21,6 +21,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from uniret.lexical.jvm import import_pyserini
+from uniret.utils.files import replace_dir
 
 log = logging.getLogger("uniret.lexical")
 
@@ -44,17 +45,6 @@ def _batches(items: Iterable[tuple[str, str]], size: int) -> Iterable[list[tuple
             batch = []
     if batch:
         yield batch
-
-
-def _replace_dir(tmp: Path, final: Path) -> None:
-    """Rename `tmp` onto `final`, removing a previous `final` only after the rename succeeded."""
-    old = None
-    if final.exists():
-        old = final.with_name(f".{final.name}.old-{os.getpid()}")
-        os.replace(final, old)
-    os.replace(tmp, final)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def write_lucene_index(
@@ -93,7 +83,7 @@ def write_lucene_index(
                     bar.update(len(batch))
         finally:
             indexer.close()
-        _replace_dir(tmp, final)
+        replace_dir(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -17,7 +17,7 @@ from typing import Any
 from uniret import __version__
 from uniret.core.errors import StageFailed
 from uniret.runtime.context import MANIFEST, StageContext
-from uniret.utils.files import atomic_write_json, hash_path
+from uniret.utils.files import atomic_write_json, hash_path, replace_dir
 from uniret.utils.locks import pid_alive
 
 log = logging.getLogger("uniret")
@@ -116,14 +116,7 @@ def stage_output(
         yield tmp, manifest
         manifest["seconds"] = round(time.time() - start, 3)
         atomic_write_json(tmp / MANIFEST, manifest)
-        final = ctx.stage_dir(stage)
-        old = None
-        if final.exists():
-            old = final.with_name(f".{stage}.old-{os.getpid()}")
-            os.replace(final, old)
-        os.replace(tmp, final)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        replace_dir(tmp, ctx.stage_dir(stage))
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -96,3 +96,14 @@ def hash_path(path: str | os.PathLike) -> str:
         h.update(str(p.relative_to(path)).encode())
         h.update(sha256_file(p).encode())
     return h.hexdigest()
+
+
+def replace_dir(tmp: Path, final: Path) -> None:
+    """Rename `tmp` onto `final`, removing a previous `final` only after the rename succeeded."""
+    old = None
+    if final.exists():
+        old = final.with_name(f".{final.name}.old-{os.getpid()}")
+        os.replace(final, old)
+    os.replace(tmp, final)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
