@@ -68,3 +68,16 @@ def test_show_prints_the_resolved_settings_of_the_recipe_and_profile(repo_root, 
     assert unifier["warmup"]["flops"]["schedule"]["ramp_steps"] == 10000  # the gpu profile of recipes/unifier.yaml
     assert shown["training"]["recipes"]["unifier"]["serve_mode"] == "uni"
     assert shown["encoding"]["batch_size"] == 256  # params.yaml encoding, gpu profile
+
+
+def test_a_params_copy_without_recipes_uses_uniret_recipes(tmp_path, monkeypatch, repo_root):
+    """An installed package (the images) is away from the project: $UNIRET_RECIPES names the folder."""
+    from uniret.config.recipe_files import RECIPES_ENV, recipes_dir
+
+    params = tmp_path / "params.yaml"
+    monkeypatch.delenv(RECIPES_ENV, raising=False)
+    assert recipes_dir(params) == repo_root / "recipes"
+    monkeypatch.setenv(RECIPES_ENV, str(tmp_path / "elsewhere"))
+    assert recipes_dir(params) == tmp_path / "elsewhere"
+    (tmp_path / "recipes").mkdir()  # recipes next to the params file win
+    assert recipes_dir(params) == tmp_path / "recipes"

@@ -26,3 +26,17 @@ def test_bundle_without_checkpoint_identity_falls_back_to_its_graphs(tiny_bundle
     manifest = json.loads((tiny_bundle / MANIFEST).read_text())
     key = bundle_encoder_key(dict(manifest, model={}), tiny_bundle / ONNX_DIR)
     assert key.startswith("onnx-")
+
+
+def test_int8_document_graph_gets_its_own_key(tiny_bundle, tmp_path):
+    """Encodings from doc.int8.onnx differ from the checkpoint's: they must never be shared with it."""
+    import shutil
+
+    from uniret.retrieval.onnx_encoder import DOC_FILE, DOC_INT8_FILE
+
+    manifest = json.loads((tiny_bundle / MANIFEST).read_text())
+    onnx_dir = tmp_path / "onnx"
+    shutil.copytree(tiny_bundle / ONNX_DIR, onnx_dir)
+    fp32_key = bundle_encoder_key(manifest, onnx_dir)
+    shutil.copy(onnx_dir / DOC_FILE, onnx_dir / DOC_INT8_FILE)  # stands for a kept int8 graph
+    assert bundle_encoder_key(manifest, onnx_dir) != fp32_key

@@ -53,3 +53,40 @@ def test_int8_graph_below_its_bound_is_dropped(onnx_dir, tiny_bundle):
     assert out["used"] is False and out["reason"].startswith("parity: ") and "min_cosine" in out["reason"]
     assert sorted(p.name for p in onnx_dir.iterdir()) == before  # nothing half-written left behind
     assert _encoder(onnx_dir, tiny_bundle).query_file == QUERY_FILE
+
+
+def test_int8_document_graph_is_kept_within_its_bounds_and_used_for_corpora(onnx_dir, tiny_bundle):
+    from uniret.config.retrieval import DocQuantizeConfig
+    from uniret.export.quantize import quantize_doc_encoder
+    from uniret.retrieval.onnx_encoder import DOC_FILE, DOC_INT8_FILE
+
+    fp32 = _encoder(onnx_dir, tiny_bundle)
+    cfg = DocQuantizeConfig(enabled=True, min_cosine=0.5, min_top10_overlap=0.0, docs=3)
+    out = quantize_doc_encoder(onnx_dir, fp32, QUERIES, DOCS, cfg)
+    assert out["used"] is True and (onnx_dir / DOC_INT8_FILE).is_file()
+    assert out["bytes"]["int8"] < out["bytes"]["fp32"] / 2
+    assert out["parity"]["docs"] == 3  # cfg.docs of the parity documents
+    assert out["parity"]["fp32_docs_per_s"] > 0 and out["parity"]["int8_docs_per_s"] > 0
+    assert not any(k.startswith("query_") for k in out["parity"])  # same query graph on both sides
+    corpus = _encoder(onnx_dir, tiny_bundle)  # no doc_file: the kept int8 graph encodes documents
+    assert corpus.doc_file == DOC_INT8_FILE and corpus.query_file == QUERY_FILE
+    cos = row_cosines(corpus.encode(DOCS[:3], False).sparse, fp32.encode(DOCS[:3], False).sparse)
+    assert np.isclose(cos.min(), out["parity"]["doc_sparse_min_cosine"], atol=1e-6)
+    assert _encoder(onnx_dir, tiny_bundle).paths[False].name == DOC_INT8_FILE
+    assert fp32.doc_file == DOC_FILE
+    assert not list(onnx_dir.glob(".doc.int8.*"))
+
+
+def test_int8_document_graph_below_its_bounds_or_disabled_is_not_written(onnx_dir, tiny_bundle):
+    from uniret.config.retrieval import DocQuantizeConfig
+    from uniret.export.quantize import quantize_doc_encoder
+    from uniret.retrieval.onnx_encoder import DOC_FILE
+
+    before = sorted(p.name for p in onnx_dir.iterdir())
+    strict = DocQuantizeConfig(enabled=True, min_cosine=1.0, min_top10_overlap=1.0)
+    out = quantize_doc_encoder(onnx_dir, _encoder(onnx_dir, tiny_bundle), QUERIES, DOCS, strict)
+    assert out["used"] is False and "doc_" in out["reason"] and "min_cosine" in out["reason"]
+    off = quantize_doc_encoder(onnx_dir, _encoder(onnx_dir, tiny_bundle), QUERIES, DOCS, DocQuantizeConfig())
+    assert off == {"enabled": False, "used": False, "reason": "disabled (index.export.quantize_docs.enabled)"}
+    assert sorted(p.name for p in onnx_dir.iterdir()) == before
+    assert _encoder(onnx_dir, tiny_bundle).doc_file == DOC_FILE

@@ -25,6 +25,7 @@ from typing import Any
 from uniret.config.loader import PROFILE_KEY, ConfigError, read_params_file
 
 RECIPES_DIR = "recipes"  # next to params.yaml
+RECIPES_ENV = "UNIRET_RECIPES"  # the recipe folder of an installed (non-editable) package, e.g. in the image
 RECIPES_KEY = "recipes"  # the sections' entry the files fill
 # a params mapping that already holds its recipes (a resolved copy, e.g. the one torchrun ranks
 # read) names the folder they came from here; its recipes are not read again
@@ -45,12 +46,15 @@ def _part_keys() -> dict[str, frozenset[str]]:
 
 
 def recipes_dir(params_path: str | os.PathLike | None) -> Path:
-    """recipes/ next to the params file; a params copy elsewhere (a temp folder) uses the
-    project's own recipes/ (the folder above src/), where the recipe files live."""
+    """recipes/ next to the params file; a params copy elsewhere (a temp folder) uses
+    $UNIRET_RECIPES (set by the images, where the package is installed away from the project),
+    else the project's own recipes/ (the folder above src/), where the recipe files live."""
     if params_path is not None:
         local = Path(params_path).resolve().parent / RECIPES_DIR
         if local.is_dir():
             return local
+    if os.environ.get(RECIPES_ENV):
+        return Path(os.environ[RECIPES_ENV])
     return Path(__file__).resolve().parents[3] / RECIPES_DIR
 
 

@@ -20,7 +20,8 @@ import logging
 from pathlib import Path
 
 from uniret.evaluation.sources import Runs, SourceUnavailable, eval_datasets
-from uniret.retrieval.corpus_cache import encoder_key
+from uniret.retrieval.corpus_cache import checkpoint_key
+from uniret.retrieval.onnx_encoder import DOC_INT8_FILE
 from uniret.runtime import StageContext
 from uniret.utils.files import hash_path
 
@@ -32,10 +33,11 @@ SKIPPED_MODES = ("bm25",)  # scored by the bm25 source
 
 
 def bundle_encoder_key(manifest: dict, onnx_dir: Path) -> str:
-    """Cache identity of the bundle's encoder: its checkpoint's (as the torch sources key it), else its graphs."""
+    """Cache identity of the bundle's encoder: its checkpoint's (as the torch sources key it, unless
+    the bundle encodes documents with an int8 graph), else its graphs."""
     info = manifest.get("model") or {}
     if info.get("config") and info.get("checkpoint_sha256"):
-        return encoder_key(info["config"], info["checkpoint_sha256"])
+        return checkpoint_key(info["config"], info["checkpoint_sha256"], (onnx_dir / DOC_INT8_FILE).is_file())
     return "onnx-" + hashlib.sha256(f"{hash_path(onnx_dir)}|{manifest['doc_max_length']}".encode()).hexdigest()[:24]
 
 

@@ -110,6 +110,14 @@ def java_class(name: str) -> Any:
     return autoclass(name)
 
 
+def java_cast(name: str, obj: Any) -> Any:
+    """`obj` seen as the Java class `name` (picks the right overload where pyjnius would guess)."""
+    ensure_jvm()
+    from jnius import cast
+
+    return cast(name, obj)
+
+
 def import_pyserini(module: str) -> Any:
     """Import a pyserini module (e.g. "pyserini.index.lucene") after `ensure_jvm`."""
     if not module.startswith("pyserini"):

@@ -46,6 +46,7 @@ _EXPORTS = {
     "OnnxEncoder": "onnx_encoder",
     "QUERY_FILE": "onnx_encoder",
     "QUERY_INT8_FILE": "onnx_encoder",
+    "DOC_INT8_FILE": "onnx_encoder",
     "EncoderSpec": "sharded",
     "encode_corpus": "sharded",
     "iter_term_rows": "sparse",

@@ -1,9 +1,18 @@
-"""BM25 (Lucene, via uniret.lexical.bm25) behind the Searcher interface: the reference mode."""
+"""BM25 (Lucene, via uniret.lexical) behind the Searcher interface: the reference mode.
+
+Searches go through `Bm25ArraySearcher` (one query at a time, hits as arrays), which returns
+exactly what Anserini's SimpleSearcher returns, without a Python object per hit. Given the
+corpus's doc id list, the searcher also offers `search_arrays`, so fusions over BM25 (hybrid_bm25)
+take FusionSearcher's array path.
+"""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from pathlib import Path
+
+import numpy as np
 
 from uniret.config.sections import Bm25Config
 from uniret.core.runs import Run
@@ -11,33 +20,68 @@ from uniret.retrieval.base import QueryBatch, Searcher
 
 
 class Bm25ModeSearcher(Searcher):
-    """BM25 over a Lucene index; reads query text, needs no encoder. The Java searcher opens lazily."""
+    """BM25 over a Lucene index; reads query text, needs no encoder. The Java searcher opens lazily.
+
+    `docids`: the corpus's doc ids (a bundle's docids.json); when given, `search_arrays` returns
+    rows into it. Every document of the Lucene index must be in it.
+    """
 
     mode = "bm25"
     encoder = None
     uses_jvm = True
 
-    def __init__(self, index_dir: str | Path, cfg: Bm25Config):
+    def __init__(self, index_dir: str | Path, cfg: Bm25Config, docids: Sequence[str] | None = None):
         self.index_dir = Path(index_dir)
         if not self.index_dir.is_dir():
             raise FileNotFoundError(f"{self.index_dir}: BM25 index not found")
         self.cfg = cfg
+        self.docids = list(docids) if docids is not None else None
+        self.has_arrays = self.docids is not None
         self._searcher = None
+        self._names: list[str | None] = []  # external id per Lucene doc id
+        self._rows = np.zeros(0, dtype=np.int64)  # row in `docids` per Lucene doc id
         self._lock = threading.Lock()  # serving searches from several threads
 
     def _open(self):
         with self._lock:
             if self._searcher is None:
-                from uniret.lexical.bm25 import Bm25Searcher
+                from uniret.lexical.bm25_arrays import Bm25ArraySearcher
 
-                self._searcher = Bm25Searcher(self.index_dir, self.cfg)
+                searcher = Bm25ArraySearcher(self.index_dir, self.cfg)
+                self._names = searcher.docids
+                if self.docids is not None:
+                    self._rows = self._row_table(searcher.docids)
+                self._searcher = searcher
             return self._searcher
 
+    def _row_table(self, names: list[str | None]) -> np.ndarray:
+        """Row in `self.docids` of each Lucene doc (-1 for a deleted one); raises for an unknown id."""
+        row = {d: i for i, d in enumerate(self.docids or [])}
+        unknown = [d for d in names if d is not None and d not in row]
+        if unknown:
+            raise ValueError(f"{self.index_dir}: {len(unknown)} BM25 documents are not in the corpus's doc ids "
+                             f"(first: {unknown[0]!r})")
+        return np.asarray([row[d] if d is not None else -1 for d in names], dtype=np.int64)
+
     def search_batch(self, batch: QueryBatch, k: int) -> Run:
-        run = self._open().search(dict(zip(batch.ids, batch.texts, strict=True)), k, progress=False)
-        for qid in batch.ids:
-            run.setdefault(qid, {})
+        searcher = self._open()
+        run: Run = {}
+        for qid, text in zip(batch.ids, batch.texts, strict=True):
+            ids, scores = searcher.search(text, k)
+            names = self._names
+            # insertion order = Lucene's rank order, as Bm25Searcher builds it
+            run[qid] = {names[i]: s for i, s in zip(ids.tolist(), scores.tolist(), strict=True)}
         return run
+
+    def search_arrays(self, batch: QueryBatch, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        if not self.has_arrays:
+            raise NotImplementedError("Bm25ModeSearcher without the corpus's doc ids has no array search")
+        searcher = self._open()
+        out = []
+        for text in batch.texts:
+            ids, scores = searcher.search(text, k)
+            out.append((self._rows[ids], scores.astype(np.float64)))
+        return out
 
     def close(self) -> None:
         """Release the Java searcher."""

@@ -39,6 +39,12 @@ def encoder_key(config: dict | None, weights: str, name: str = "") -> str:
     return hashlib.sha256(f"{described}|{weights}".encode()).hexdigest()[:24]
 
 
+def checkpoint_key(config: dict, checkpoint_sha256: str, int8_docs: bool = False) -> str:
+    """Cache identity of a checkpoint's corpus encodings: the torch model's and its fp32 ONNX graph's
+    are the same (export parity), an int8 document graph's are not, so they get their own key."""
+    return encoder_key(config, f"{checkpoint_sha256}|int8-docs" if int8_docs else checkpoint_sha256)
+
+
 def model_key(model, checkpoint: Path | None = None) -> str:
     """Identity of an encoder: its checkpoint folder's contents, else its config (a pretrained start)."""
     cfg = getattr(model, "model_config", None)

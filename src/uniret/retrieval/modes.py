@@ -112,7 +112,7 @@ def build_searchers(
         if mode in built:
             return built[mode]
         if mode == "bm25":
-            searcher: Searcher = Bm25ModeSearcher(index.bm25_dir, bm25_cfg)
+            searcher: Searcher = Bm25ModeSearcher(index.bm25_dir, bm25_cfg, index.docids)
         elif mode == "dense":
             searcher = DenseSearcher(index.dense, index.docids, encoder)
         elif mode == "lexical":

@@ -19,6 +19,7 @@ INPUTS = ("input_ids", "attention_mask")
 QUERY_FILE = "query.onnx"
 QUERY_INT8_FILE = "query.int8.onnx"  # int8 dynamic quantisation of query.onnx, when parity held
 DOC_FILE = "doc.onnx"
+DOC_INT8_FILE = "doc.int8.onnx"  # int8 document graph for corpus passes, when its parity bounds held
 
 
 def _session(path: Path, threads: int | None) -> ort.InferenceSession:
@@ -37,7 +38,7 @@ class OnnxEncoder:
     """The exported query/document graphs plus the tokenizer: same encode API as the torch model."""
 
     def __init__(self, onnx_dir: str | Path, tokenizer, batch_size: int, query_max_length: int, doc_max_length: int,
-                 threads: int | None = None, query_file: str | None = None):
+                 threads: int | None = None, query_file: str | None = None, doc_file: str | None = None):
         onnx_dir = Path(onnx_dir)
         for name in (QUERY_FILE, DOC_FILE):
             if not (onnx_dir / name).is_file():
@@ -47,8 +48,9 @@ class OnnxEncoder:
         self.max_length = {True: query_max_length, False: doc_max_length}
         # the int8 query graph ships only when it passed its parity check (uniret.export.quantize)
         query = query_file or (QUERY_INT8_FILE if (onnx_dir / QUERY_INT8_FILE).is_file() else QUERY_FILE)
-        self.query_file = query
-        self.paths = {True: onnx_dir / query, False: onnx_dir / DOC_FILE}
+        doc = doc_file or (DOC_INT8_FILE if (onnx_dir / DOC_INT8_FILE).is_file() else DOC_FILE)
+        self.query_file, self.doc_file = query, doc
+        self.paths = {True: onnx_dir / query, False: onnx_dir / doc}
         self.threads = threads
         self._sessions: dict[bool, ort.InferenceSession] = {}
         self._lock = threading.Lock()

@@ -24,7 +24,7 @@ from uniret.core.errors import StageFailed
 from uniret.data.beir import BeirDataset
 from uniret.export.onnx import export_encoders
 from uniret.export.parity import check_parity
-from uniret.export.quantize import quantize_query_encoder
+from uniret.export.quantize import quantize_doc_encoder, quantize_query_encoder
 from uniret.retrieval.bundle import BM25_DIR, FORMAT_VERSION, MANIFEST, ONNX_DIR, TOKENIZER_DIR
 from uniret.retrieval.bundle_write import write_index_structures
 from uniret.retrieval.encoding import TorchTextEncoder
@@ -83,11 +83,11 @@ def _model_info(ctx: StageContext, model, stage: str, model_dir: Path) -> dict[s
     }
 
 
-def _cache_key(info: dict[str, Any]) -> str | None:
+def _cache_key(info: dict[str, Any], int8_docs: bool) -> str | None:
     """The checkpoint's encoding-cache key (shared with the evaluate stage's sources), if it has a config."""
-    from uniret.retrieval.corpus_cache import encoder_key
+    from uniret.retrieval.corpus_cache import checkpoint_key
 
-    return encoder_key(info["config"], info["checkpoint_sha256"]) if info.get("config") is not None else None
+    return checkpoint_key(info["config"], info["checkpoint_sha256"], int8_docs) if info.get("config") is not None else None
 
 
 def _corpus_encoding(ctx: StageContext, key: str | None, dataset: BeirDataset, docs: list, encode):
@@ -220,6 +220,9 @@ def run(ctx: StageContext) -> dict[str, Any]:
         parity = check_parity(torch_enc, onnx_enc, *parity_texts, cfg.export.parity)
         int8 = quantize_query_encoder(bundle / ONNX_DIR, onnx_enc, *parity_texts, cfg.export.quantize,
                                       cfg.export.parity)
+        int8_docs = quantize_doc_encoder(bundle / ONNX_DIR, onnx_enc, *parity_texts, cfg.export.quantize_docs)
+        if int8_docs["used"]:  # corpus passes (here, fusion tuning, evaluate) encode with doc.int8.onnx
+            onnx_enc = OnnxEncoder(bundle / ONNX_DIR, tokenizer, batch, qlen, dlen, query_file=onnx_enc.query_file)
 
         docs = list(dataset.iter_corpus())
         if not docs:
@@ -235,13 +238,14 @@ def run(ctx: StageContext) -> dict[str, Any]:
                            batch, qlen, dlen, tokenizer=str(bundle / TOKENIZER_DIR))
         info = _model_info(ctx, model, stage, model_dir)
         encoded, encode_seconds = _corpus_encoding(
-            ctx, _cache_key(info), dataset, docs,
+            ctx, _cache_key(info, int8_docs["used"]), dataset, docs,
             lambda: encode_corpus(encoder, spec, [d.contents for d in docs], [d.id for d in docs],
                                   dist.encode_shards, dist.encode_threads, work_dir=tmp))
         metrics: dict[str, Any] = write_index_structures(
             bundle, [d.id for d in docs], encoded, vocab_tokens(tokenizer), rcfg
         )
-        fusion = _learn_fusion(ctx, cfg, rcfg, dataset, [d.id for d in docs], encoded, onnx_enc, _cache_key(info))
+        fusion = _learn_fusion(ctx, cfg, rcfg, dataset, [d.id for d in docs], encoded, onnx_enc,
+                              _cache_key(info, int8_docs["used"]))
         shutil.copytree(bm25_index, bundle / BM25_DIR)
         metrics.update(
             corpus_encoder=cfg.corpus_encoder,
@@ -264,7 +268,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
                     "bm25": "lucene-bm25",
                 },
                 "onnx": {"outputs": outputs, "opset": cfg.export.opset, "dynamo": cfg.export.dynamo,
-                         "query_int8": int8},
+                         "query_int8": int8, "doc_int8": int8_docs},
                 "params": {
                     "retrieval": dataclasses.asdict(rcfg),
                     "bm25": dataclasses.asdict(ctx.params.section("bm25")),
@@ -276,6 +280,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
                 "fusion": fusion,
             },
         )
-        manifest["metrics"] = {**metrics, "parity": parity, "query_int8_used": int8["used"], "fusion": fusion}
+        manifest["metrics"] = {**metrics, "parity": parity, "query_int8_used": int8["used"],
+                               "doc_int8_used": int8_docs["used"], "fusion": fusion}
     log.info("index: bundle of %d docs -> %s", metrics["num_docs"], ctx.stage_dir(STAGE) / BUNDLE)
     return manifest["metrics"]

@@ -1,0 +1,115 @@
+"""BM25 top-k of one query as two arrays (Lucene doc ids, scores): the serving path.
+
+`Bm25Searcher.search` (Anserini's SimpleSearcher) returns one ScoredDoc per hit; pyjnius wraps
+each in a Python object and reads its docid and score over JNI, several microseconds per hit, so
+a top-1000 search costs more in Python than in Lucene. This searcher makes the same Lucene calls
+as SimpleSearcher.search(text, k) in Anserini 1.7 (the jar pyserini 1.6 ships):
+
+1. BagOfWordsQueryGenerator builds the query over `contents` with the same analyzer;
+2. IndexSearcher (BM25Similarity(k1, b)) searches top k sorted by score, ties by the stored `id`
+   (Anserini's BREAK_SCORE_TIES_BY_DOCID);
+3. ScoredDocs.fromTopDocs, then ScoreTiesAdjusterReranker rounds scores to 4 decimals and nudges
+   tied scores apart (-1e-6 per tie, in rank order), as SimpleSearcher's reranker cascade does;
+
+then reads the result's `int[] lucene_docids` and `float[] scores` in one JNI call each.
+tests/lexical/test_bm25_arrays.py checks ids, scores and order against Bm25Searcher.
+
+Lucene doc ids are mapped to external doc ids through a table read once when the index is opened.
+That is sound because a Lucene doc id is stable for one open reader of an unchanging index: the
+bundle's BM25 index is written once (lexical.indexing, atomically) and never modified, and this
+class holds one reader for its whole life.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from uniret.config.sections import Bm25Config
+from uniret.lexical.jvm import java_cast, java_class
+
+# Anserini's field names (io.anserini.index.Constants): analysed text, stored external id
+CONTENTS_FIELD = "contents"
+ID_FIELD = "id"
+
+
+class Bm25ArraySearcher:
+    """An open BM25 index answering one query at a time with (Lucene doc ids, float32 scores).
+
+    `docids[i]` is the external id of Lucene doc i (None for a deleted doc: never a hit).
+    Close it when done. Safe to call from several threads (Lucene's IndexSearcher is).
+    """
+
+    def __init__(self, index_dir: str | os.PathLike, cfg: Bm25Config):
+        self.index_dir = Path(index_dir)
+        if not self.index_dir.is_dir():
+            raise FileNotFoundError(f"{self.index_dir}: BM25 index not found")
+        directory = java_class("org.apache.lucene.store.FSDirectory").open(
+            java_class("java.io.File")(str(self.index_dir)).toPath()
+        )
+        self._reader = java_class("org.apache.lucene.index.DirectoryReader").open(directory)
+        version = str(self._reader.toString())
+        if "lucene.version=9" not in version and "lucene.version=10" not in version:
+            # SimpleSearcher breaks ties arbitrarily on Lucene 8 indexes; uniret never builds those
+            self.close()
+            raise ValueError(f"{self.index_dir}: not a Lucene 9/10 index ({version[:200]})")
+        self._searcher = java_class("org.apache.lucene.search.IndexSearcher")(
+            java_cast("org.apache.lucene.index.IndexReader", self._reader)
+        )
+        self._searcher.setSimilarity(
+            java_class("org.apache.lucene.search.similarities.BM25Similarity")(float(cfg.k1), float(cfg.b))
+        )
+        self._analyzer = java_class("io.anserini.analysis.DefaultEnglishAnalyzer").fromArguments(
+            cfg.stemmer, cfg.keep_stopwords, None
+        )
+        self._generator = java_class("io.anserini.search.query.BagOfWordsQueryGenerator")()
+        sort_field = java_class("org.apache.lucene.search.SortField")
+        string_val = java_class("org.apache.lucene.search.SortField$Type").STRING_VAL
+        self._sort = java_class("org.apache.lucene.search.Sort")(
+            sort_field.FIELD_SCORE, sort_field(ID_FIELD, string_val)
+        )
+        self._scored_docs = java_class("io.anserini.search.ScoredDocs")
+        self._ties = java_class("io.anserini.rerank.lib.ScoreTiesAdjusterReranker")()
+        self.cfg = cfg
+        self.docids = self._read_docids()
+
+    def _read_docids(self) -> list[str | None]:
+        """External id per Lucene doc id, read in one Java call (a match-all search of every doc)."""
+        n = int(self._reader.maxDoc())
+        table: list[str | None] = [None] * n
+        if n == 0:
+            return table
+        every = self._searcher.search(java_class("org.apache.lucene.search.MatchAllDocsQuery")(), n)
+        docs = self._scored_docs.fromTopDocs(every, self._searcher)
+        for lucene_id, docid in zip(docs.lucene_docids, docs.docids, strict=True):
+            table[lucene_id] = docid
+        return table
+
+    def _hits(self, text: str, k: int) -> Any:
+        """Anserini's ScoredDocs of the query's top k, scores tie-adjusted as SimpleSearcher does."""
+        query = self._generator.buildQuery(CONTENTS_FIELD, self._analyzer, text)
+        top = self._searcher.search(query, k, self._sort, True)
+        # a null context: the adjuster's only use of it is to skip adjusting on Lucene 8 indexes
+        return self._ties.rerank(self._scored_docs.fromTopDocs(top, self._searcher), None)
+
+    def search(self, text: str, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-`k` hits of `text`, best first: (Lucene doc ids int32, BM25 scores float32)."""
+        if k <= 0 or not self.docids:
+            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+        hits = self._hits(text, int(k))
+        return np.asarray(hits.lucene_docids, dtype=np.int32), np.asarray(hits.scores, dtype=np.float32)
+
+    def close(self) -> None:
+        """Close the index reader."""
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    def __enter__(self) -> Bm25ArraySearcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

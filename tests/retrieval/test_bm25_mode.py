@@ -1,0 +1,70 @@
+"""The BM25 mode (array searcher) gives Bm25Searcher's runs, and hybrid_bm25 fused on arrays gives
+exactly the runs of the dict fusion, on the tiny real SciFact slice."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from uniret.config.retrieval import DenseIndexConfig
+from uniret.config.sections import Bm25Config
+from uniret.lexical.bm25 import Bm25Searcher, index_documents
+from uniret.retrieval.bm25 import Bm25ModeSearcher
+from uniret.retrieval.dense import DenseSearcher, build_faiss_index
+from uniret.retrieval.fusion import FusionSearcher, interpolate
+from uniret.retrieval.lexical import LexicalSearcher, MemoryImpactIndex
+
+CFG = Bm25Config(top_n=1000, threads=1)
+
+
+@pytest.fixture(scope="module")
+def bm25_dir(tmp_path_factory, encoded_slice):
+    out = tmp_path_factory.mktemp("bm25mode") / "bm25"
+    index_documents(encoded_slice.dataset.iter_corpus(), out, CFG)
+    return out
+
+
+@pytest.fixture(scope="module")
+def bm25(bm25_dir, encoded_slice):
+    searcher = Bm25ModeSearcher(bm25_dir, CFG, encoded_slice.docids)
+    yield searcher
+    searcher.close()
+
+
+def test_runs_and_arrays_equal_the_simple_searcher(bm25, bm25_dir, encoded_slice):
+    batch = encoded_slice.batch
+    with Bm25Searcher(bm25_dir, CFG) as reference:
+        want = reference.search(dict(zip(batch.ids, batch.texts, strict=True)), 1000, progress=False)
+    got = bm25.search_batch(batch, 1000)
+    arrays = bm25.search_arrays(batch, 1000)
+    assert sum(len(h) for h in want.values()) > 0
+    for qid, (rows, scores) in zip(batch.ids, arrays, strict=True):
+        assert list(got[qid].items()) == list(want.get(qid, {}).items())
+        as_run = [(encoded_slice.docids[r], s) for r, s in zip(rows.tolist(), scores.tolist(), strict=True)]
+        assert as_run == list(want.get(qid, {}).items())
+        assert scores.dtype == np.float64
+
+
+@pytest.mark.parametrize("depths", [[1000, 1000, 1000], [40, 40, 10]])
+def test_hybrid_bm25_on_arrays_equals_dict_fusion(bm25, encoded_slice, depths):
+    lexical = LexicalSearcher(MemoryImpactIndex(encoded_slice.docids, encoded_slice.docs.sparse, 100.0))
+    dense = DenseSearcher(build_faiss_index(encoded_slice.docs.dense, DenseIndexConfig()), encoded_slice.docids)
+    parts = [lexical, dense, bm25]
+    weights = [0.15, 0.45, 0.40]
+    fused = FusionSearcher(parts, "hybrid", depths, weights=weights)
+    assert fused.on_arrays  # BM25 with the corpus's doc ids joins the array path
+    got = fused.search_batch(encoded_slice.batch, 10)
+    # the reference: each part's run as a dict, fused by the dict function
+    want = interpolate([p.search_batch(encoded_slice.batch, d) for p, d in zip(parts, depths, strict=True)],
+                       weights, 10)
+    assert set(got) == set(encoded_slice.batch.ids) and set(want) <= set(got)
+    for qid in got:
+        assert list(got[qid].items()) == list(want.get(qid, {}).items())  # exact
+
+
+def test_without_docids_no_array_path_and_unknown_docs_rejected(bm25_dir, encoded_slice):
+    assert not Bm25ModeSearcher(bm25_dir, CFG).has_arrays
+    partial = Bm25ModeSearcher(bm25_dir, CFG, encoded_slice.docids[1:])
+    with pytest.raises(ValueError, match="not in the corpus's doc ids"):
+        partial.search_arrays(encoded_slice.batch, 10)
+    partial.close()
