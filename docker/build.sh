@@ -61,10 +61,11 @@ if [ "$ENGINE" = podman ]; then
         END { for (i = 1; i <= n; i++) { printf "[%s]\n", order[i]
                 for (k in value) { split(k, q, SUBSEP); if (q[1] == order[i]) printf "%s = %s\n", q[2], value[k] } } }' > "$work/pip.conf"
     args+=(-v "$work/pip.conf:/etc/pip.conf:ro")
-    # wheel folders and file:// indexes the configuration names, at the same paths; an index
-    # folder goes with its parent, where its pages' relative links (../../files/...) point
+    # wheel folders, file:// indexes and files (e.g. a constraint file) the configuration names,
+    # at the same paths; an index folder goes with its parent, where its pages' relative links
+    # (../../files/...) point
     for path in $(grep -oE '(file://)?/[^ ]+' "$work/pip.conf" | sed -E 's|^file://(.*)/[^/]+/?$|\1|' | sort -u); do
-        if [ -d "$path" ]; then args+=(-v "$path:$path:ro"); fi
+        if [ -d "$path" ] || [ -f "$path" ]; then args+=(-v "$path:$path:ro"); fi
     done
     # the pinned CPU torch as a local wheel: use it rather than the PyTorch index
     if [ "$variant" = cpu ]; then

@@ -46,3 +46,15 @@ def test_markdown_names_skipped_sections():
     result["targets"] = targets(result, BenchTargets())
     md = render_markdown(result)
     assert "skipped: failed: boom" in md and md.count("skipped: --skip") == 4 and "cpu X" in md
+
+
+def test_bundle_path_is_shown_relative_to_the_project(tmp_path):
+    # committed results must not carry the machine's absolute paths
+    from uniret.bench.runner import _shown_path
+    from uniret.config.params import Params
+
+    params = Params(raw={}, profile=None, path=tmp_path / "params.yaml")
+    assert _shown_path(tmp_path / "registry" / "bundles" / "v1", params) == "registry/bundles/v1"
+    outside = tmp_path.parent / "elsewhere"
+    assert _shown_path(outside, params) == str(outside)
+    assert _shown_path(outside, Params(raw={}, profile=None)) == str(outside)

@@ -67,7 +67,7 @@ def runs(repo_root, shared_data, tmp_path_factory, image) -> dict[str, Any]:
     params_path = base / "params.yaml"
     params_path.write_text(yaml.safe_dump(params, sort_keys=False))
     cfg = dataclasses.replace(load_params(params_path).section("pipeline"), local_root=str(base / "kfp"))
-    out: dict[str, Any] = {"image": image}
+    out: dict[str, Any] = {"tag": image}  # "image" and "host" hold the two runs
     for name, run_image in (("image", image), ("host", None)):
         run = run_local(repo_root, cfg, workdir=base / name, profile="tiny", params_path=params_path,
                         data=shared_data, image=run_image)
@@ -89,7 +89,7 @@ def _flat(tree: Any, prefix: str = "") -> dict[str, float]:
 def test_every_task_ran_in_the_image(runs, repo_root):
     in_image, on_host = runs["image"], runs["host"]
     assert set(in_image.manifests) == set(STAGES), f"missing: {set(STAGES) - set(in_image.manifests)}"
-    image_python = _python_in(runs["image"], repo_root)
+    image_python = _python_in(runs["tag"], repo_root)
     host_python = on_host.manifests["validate"]["versions"]["python"]
     if image_python == host_python:
         pytest.skip(f"image and host both run Python {host_python}: manifests cannot tell them apart")

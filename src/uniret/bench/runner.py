@@ -70,6 +70,16 @@ def _encoders_section(bundle, cfg: BenchConfig, batch_size: int, queries: dict[s
     return out
 
 
+def _shown_path(path: Path, params: Params) -> str:
+    """`path` relative to the project (params.yaml's folder) when inside it: results are committed."""
+    if params.path is None:
+        return str(path)
+    try:
+        return str(Path(path).resolve().relative_to(Path(params.path).resolve().parent))
+    except ValueError:
+        return str(path)
+
+
 def _guard(result: dict, name: str, skip: set[str], fn, *args) -> None:
     """Run one section into result[name]; a failure is recorded (with its reason) rather than
     losing the other sections. Its duration goes to result["section_seconds"][name]."""
@@ -117,7 +127,7 @@ def run_bench(params: Params, bundle_dir: Path, data_root: Path, out_dir: Path, 
         "started_at": started,
         "machine": machine_info(),
         "versions": library_versions(),
-        "bundle": {"path": str(bundle_dir), "version": bundle_version(bundle_dir), "docs": len(bundle.index.docids)},
+        "bundle": {"path": _shown_path(bundle_dir, params), "version": bundle_version(bundle_dir), "docs": len(bundle.index.docids)},
         "queries": {"dataset": cfg.dataset, "split": cfg.split, "count": len(queries)},
         "config": {"k": cfg.k, "eval_k": cfg.eval_k, "threads": cfg.threads, "profile": params.profile,
                    "uni_k": bundle.retrieval.uni.k, "lexical": bundle.index.provenance.get("lexical")},

@@ -36,6 +36,8 @@ log = logging.getLogger("uniret.kubeflow")
 
 DATA_ENV = "UNIRET_DATA"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# kfp.local's message when a downstream task asks for an output its upstream task never wrote
+LOST_OUTPUT = re.compile(r"Tried to get output '([^']+)' from task '([^']+)'")
 
 
 @dataclass
@@ -85,6 +87,7 @@ def run_local(
     workdir = Path(workdir).resolve()
     before = set(outputs.glob("*")) if outputs.is_dir() else set()
     started = time.time()
+    lost = ""  # kfp's message when a container task exited "0" but wrote no outputs
     env = {
         "TMPDIR": str(run_tmp),  # mktemp -d of every task lands here, not in /tmp
         PARAMS_ENV: str(Path(params_path).resolve()) if params_path else None,
@@ -120,6 +123,12 @@ def run_local(
                 gate_overrides=gate_overrides,
                 workdir=str(workdir),
             )
+    except ValueError as exc:
+        # In a container a failed task can look like exit 0 to kfp (see task.check_upstream): kfp
+        # then fails on the first downstream input. The manifest check below names the stages.
+        if not image or not LOST_OUTPUT.search(str(exc)):
+            raise
+        lost = ANSI.sub("", str(exc))
     except (RuntimeError, OSError) as exc:  # kfp colours task names in its message
         # OSError: the docker SDK's errors (requests'). podman 4.3 answers 500, not Docker's 404,
         # when kfp asks for the logs of a container that already exited and was removed.
@@ -133,9 +142,9 @@ def run_local(
             run.manifests[path.parent.name] = read_json(path)
     if image:  # containers' exit statuses do not reach kfp (see task.check_upstream): check outputs
         unfinished = unfinished_stages(plan_stages(stages), run)
-        if unfinished:
-            raise StageFailed(f"kfp local run in {image}: task(s) {', '.join(unfinished)} wrote no manifest "
-                              f"(failed; their logs are above)")
+        if unfinished or lost:
+            raise StageFailed(f"kfp local run in {image}: task(s) {', '.join(unfinished) or '?'} wrote no manifest "
+                              f"(failed; their logs are above){f'; kfp: {lost}' if lost else ''}")
     log.info("local run done: outputs in %s, stages with outputs: %s", run.outputs, ", ".join(run.manifests))
     return run
 
