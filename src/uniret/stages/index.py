@@ -237,15 +237,15 @@ def run(ctx: StageContext) -> dict[str, Any]:
         spec = EncoderSpec(cfg.corpus_encoder, str(bundle / ONNX_DIR if cfg.corpus_encoder == "onnx" else model_dir),
                            batch, qlen, dlen, tokenizer=str(bundle / TOKENIZER_DIR))
         info = _model_info(ctx, model, stage, model_dir)
+        cache_key = _cache_key(info, int8_docs["used"])
         encoded, encode_seconds = _corpus_encoding(
-            ctx, _cache_key(info, int8_docs["used"]), dataset, docs,
+            ctx, cache_key, dataset, docs,
             lambda: encode_corpus(encoder, spec, [d.contents for d in docs], [d.id for d in docs],
                                   dist.encode_shards, dist.encode_threads, work_dir=tmp))
         metrics: dict[str, Any] = write_index_structures(
             bundle, [d.id for d in docs], encoded, vocab_tokens(tokenizer), rcfg
         )
-        fusion = _learn_fusion(ctx, cfg, rcfg, dataset, [d.id for d in docs], encoded, onnx_enc,
-                              _cache_key(info, int8_docs["used"]))
+        fusion = _learn_fusion(ctx, cfg, rcfg, dataset, [d.id for d in docs], encoded, onnx_enc, cache_key)
         shutil.copytree(bm25_index, bundle / BM25_DIR)
         metrics.update(
             corpus_encoder=cfg.corpus_encoder,
