@@ -59,21 +59,28 @@ def main() -> int:
     queries = BeirDataset(Path(args.data) / args.dataset, args.dataset).split_queries(args.split)
     items = list(queries.items())[: args.max_queries]
     start = time.time()
-    with Bm25Searcher(args.index, cfg) as old, Bm25ArraySearcher(args.index, cfg) as new:
+    with (Bm25Searcher(args.index, cfg) as old, Bm25ArraySearcher(args.index, cfg) as new,
+          Bm25ArraySearcher(args.index, cfg, use_helpers=False) as plain):
         def search_old(qid: str, text: str, k: int) -> dict[str, float]:
             return old.search({qid: text}, k, progress=False).get(qid, {})
 
-        def search_new(qid: str, text: str, k: int) -> dict[str, float]:
-            ids, scores = new.search(text, k)
-            return {new.docids[i]: s for i, s in zip(ids.tolist(), scores.tolist(), strict=True)}
+        def arrays_of(searcher: Bm25ArraySearcher):
+            def search(qid: str, text: str, k: int) -> dict[str, float]:
+                ids, scores = searcher.search(text, k)
+                return {searcher.docids[i]: s for i, s in zip(ids.tolist(), scores.tolist(), strict=True)}
+            return search
 
-        paths = {"simple_searcher": search_old, "arrays": search_new}
+        # arrays: uniret.TopDocsArrays when the Java helpers compiled; arrays_anserini: ScoredDocs
+        paths = {"simple_searcher": search_old, "arrays": arrays_of(new), "arrays_anserini": arrays_of(plain)}
         result: dict = {"index": _shown(args.index), "queries": len(items), "rounds": args.rounds,
-                        "k1": cfg.k1, "b": cfg.b, "threads": cfg.threads, "depths": {}}
+                        "k1": cfg.k1, "b": cfg.b, "threads": cfg.threads,
+                        "java_helpers": new._arrays is not None, "depths": {}}
         for k in args.depths:
             for qid, text in items[:20]:  # warm-up, and the identity check on the first queries
-                if list(search_old(qid, text, k).items()) != list(search_new(qid, text, k).items()):
-                    raise SystemExit(f"query {qid}: the two paths differ at k={k}")
+                want = list(search_old(qid, text, k).items())
+                for name, fn in paths.items():
+                    if list(fn(qid, text, k).items()) != want:
+                        raise SystemExit(f"query {qid}: {name} differs from simple_searcher at k={k}")
             lat: dict[str, list[float]] = {name: [] for name in paths}
             for _ in range(args.rounds):
                 for qid, text in items:

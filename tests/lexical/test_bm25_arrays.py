@@ -12,7 +12,7 @@ from uniret.config.sections import Bm25Config
 from uniret.data.beir import BeirDataset, Document
 from uniret.lexical.bm25 import Bm25Searcher, index_documents
 from uniret.lexical.bm25_arrays import ID_FIELD, Bm25ArraySearcher
-from uniret.lexical.jvm import java_class
+from uniret.lexical.jvm import helpers_loaded, java_class
 
 N_DOCS = 1200  # first SciFact documents: enough for full top-1000 lists
 N_DUPLICATED = 30  # documents indexed twice more under other ids: exact score ties
@@ -49,9 +49,14 @@ def queries(shared_data, corpus) -> dict[str, str]:
     return picked
 
 
-@pytest.fixture(scope="module")
-def searchers(index, cfg):
-    with Bm25Searcher(index, cfg) as reference, Bm25ArraySearcher(index, cfg) as fast:
+@pytest.fixture(scope="module", params=["java-helper", "anserini"])
+def searchers(request, index, cfg):
+    """Both hit-reading paths: uniret.TopDocsArrays (needs javac here) and Anserini's ScoredDocs."""
+    helper = request.param == "java-helper"
+    if helper and not helpers_loaded():
+        pytest.skip("uniret's Java helpers are not on the classpath (no javac on PATH)")
+    with Bm25Searcher(index, cfg) as reference, Bm25ArraySearcher(index, cfg, use_helpers=helper) as fast:
+        assert (fast._arrays is not None) == helper  # the path under test is the one taken
         yield reference, fast
 
 

@@ -12,7 +12,11 @@ as SimpleSearcher.search(text, k) in Anserini 1.7 (the jar pyserini 1.6 ships):
    tied scores apart (-1e-6 per tie, in rank order), as SimpleSearcher's reranker cascade does;
 
 then reads the result's `int[] lucene_docids` and `float[] scores` in one JNI call each.
-tests/lexical/test_bm25_arrays.py checks ids, scores and order against Bm25Searcher.
+ScoredDocs.fromTopDocs also loads every hit's stored document (about 5 of the 6 ms of a top-1000
+search on SciFact): where uniret's Java helpers compiled (uniret.lexical.java_helpers),
+`uniret.TopDocsArrays` takes the TopDocs' ids and scores as arrays instead and applies the same
+tie adjustment in the same float arithmetic. tests/lexical/test_bm25_arrays.py checks ids, scores
+and order of both paths against Bm25Searcher.
 
 Lucene doc ids are mapped to external doc ids through a table read once when the index is opened.
 That is sound because a Lucene doc id is stable for one open reader of an unchanging index: the
@@ -29,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from uniret.config.sections import Bm25Config
-from uniret.lexical.jvm import java_cast, java_class
+from uniret.lexical.jvm import helpers_loaded, java_cast, java_class
 
 # Anserini's field names (io.anserini.index.Constants): analysed text, stored external id
 CONTENTS_FIELD = "contents"
@@ -43,7 +47,8 @@ class Bm25ArraySearcher:
     Close it when done. Safe to call from several threads (Lucene's IndexSearcher is).
     """
 
-    def __init__(self, index_dir: str | os.PathLike, cfg: Bm25Config):
+    def __init__(self, index_dir: str | os.PathLike, cfg: Bm25Config, use_helpers: bool = True):
+        """`use_helpers`: take uniret.TopDocsArrays when it is on the classpath (same results, faster)."""
         self.index_dir = Path(index_dir)
         if not self.index_dir.is_dir():
             raise FileNotFoundError(f"{self.index_dir}: BM25 index not found")
@@ -73,6 +78,7 @@ class Bm25ArraySearcher:
         )
         self._scored_docs = java_class("io.anserini.search.ScoredDocs")
         self._ties = java_class("io.anserini.rerank.lib.ScoreTiesAdjusterReranker")()
+        self._arrays = java_class("uniret.TopDocsArrays") if use_helpers and helpers_loaded() else None
         self.cfg = cfg
         self.docids = self._read_docids()
 
@@ -88,19 +94,27 @@ class Bm25ArraySearcher:
             table[lucene_id] = docid
         return table
 
+    def _top(self, text: str, k: int) -> Any:
+        """Lucene's TopDocs of the query's top k, ties broken by the stored id as Anserini does."""
+        query = self._generator.buildQuery(CONTENTS_FIELD, self._analyzer, text)
+        return self._searcher.search(query, k, self._sort, True)
+
     def _hits(self, text: str, k: int) -> Any:
         """Anserini's ScoredDocs of the query's top k, scores tie-adjusted as SimpleSearcher does."""
-        query = self._generator.buildQuery(CONTENTS_FIELD, self._analyzer, text)
-        top = self._searcher.search(query, k, self._sort, True)
         # a null context: the adjuster's only use of it is to skip adjusting on Lucene 8 indexes
-        return self._ties.rerank(self._scored_docs.fromTopDocs(top, self._searcher), None)
+        return self._ties.rerank(self._scored_docs.fromTopDocs(self._top(text, k), self._searcher), None)
 
     def search(self, text: str, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-`k` hits of `text`, best first: (Lucene doc ids int32, BM25 scores float32)."""
         if k <= 0 or not self.docids:
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
-        hits = self._hits(text, int(k))
-        return np.asarray(hits.lucene_docids, dtype=np.int32), np.asarray(hits.scores, dtype=np.float32)
+        if self._arrays is not None:
+            hits = self._arrays(self._top(text, int(k))).adjustTies()
+            ids, scores = hits.docs, hits.scores
+        else:
+            hits = self._hits(text, int(k))
+            ids, scores = hits.lucene_docids, hits.scores
+        return np.asarray(ids, dtype=np.int32), np.asarray(scores, dtype=np.float32)
 
     def close(self) -> None:
         """Close the index reader."""

@@ -32,6 +32,7 @@ ANSERINI_CLASSPATH_ENV = "ANSERINI_CLASSPATH"
 
 _lock = threading.Lock()
 _started = False
+_helpers = False  # uniret's own Java classes (uniret.lexical.java_helpers) are on the classpath
 _kept_java_loggers: list[Any] = []  # java.util.logging holds loggers weakly; keep ours alive
 
 
@@ -69,7 +70,7 @@ def ensure_jvm() -> None:
     builds an OpenAI client at import time, unused by uniret), puts the Anserini jar on the
     classpath without the incubator module option, and starts the JVM.
     """
-    global _started
+    global _started, _helpers
     if _started:
         return
     with _lock:
@@ -88,7 +89,14 @@ def ensure_jvm() -> None:
             log.warning("JVM already running; uniret's JVM settings were not applied")
         else:
             os.environ["JAVA_HOME"] = _java_home()
-            jnius_config.add_classpath(str(anserini_jar()))
+            jar = anserini_jar()
+            jnius_config.add_classpath(str(jar))
+            from uniret.lexical.java_helpers import helper_classpath
+
+            helpers = helper_classpath(jar)  # compiled before the JVM starts: its classpath is fixed then
+            if helpers is not None:
+                jnius_config.add_classpath(str(helpers))
+                _helpers = True
             kept = [o for o in jnius_config.get_options() if o not in DROPPED_OPTIONS]
             jnius_config.set_options(*kept, *(o for o in EXTRA_OPTIONS if o not in kept))
             import jnius  # noqa: F401  (importing pyjnius starts the JVM)
@@ -100,6 +108,12 @@ def ensure_jvm() -> None:
                 "JVM started: Java %s from %s", system.getProperty("java.version"), os.environ["JAVA_HOME"]
             )
         _started = True
+
+
+def helpers_loaded() -> bool:
+    """Whether uniret's own Java classes (e.g. uniret.TopDocsArrays) are on the JVM's classpath."""
+    ensure_jvm()
+    return _helpers
 
 
 def java_class(name: str) -> Any:
