@@ -134,6 +134,10 @@ def run_bench(params: Params, bundle_dir: Path, data_root: Path, out_dir: Path, 
     }
     _guard(result, "modes", skip, bench_modes, searchers, cfg.modes, queries, qrels, cfg.k, cfg.eval_k,
            cfg.warmup_queries)
+    from uniret.lexical.jvm import helpers_loaded
+
+    # BM25's top k is read through uniret.TopDocsArrays only where a javac compiled it (much faster)
+    result["config"]["java_helpers"] = helpers_loaded()
     _guard(result, "encoders", skip, _encoders_section, bundle, cfg, params.section("encoding").batch_size, queries, data_root, checkpoint, serving_only)
     _guard(result, "sizes", skip, index_sizes, bundle_dir)
     _guard(result, "top_n", skip, top_n_curve, bundle, queries, qrels, cfg.top_n, cfg.k, cfg.eval_k,
