@@ -3,6 +3,7 @@ without one (the images), or when turned off."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import stat
 
@@ -37,4 +38,13 @@ def test_off_without_javac_or_when_disabled(own_tmp, monkeypatch):
     assert helper_classpath(anserini_jar()) is None
     assert not own_tmp.exists()
     monkeypatch.setenv(DISABLE_ENV, "1")
+    assert helper_classpath(anserini_jar()) is None
+
+
+@pytest.mark.skipif(shutil.which("javac") is None, reason="no javac on PATH")
+def test_a_folder_of_another_user_is_not_used(own_tmp):
+    first = helper_classpath(anserini_jar())
+    if os.getuid() != 0:
+        pytest.skip("needs root to give the folder to another user")
+    os.chown(first, 12345, 12345)  # as if another user had put classes there first
     assert helper_classpath(anserini_jar()) is None

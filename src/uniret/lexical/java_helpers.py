@@ -44,6 +44,10 @@ def helper_classpath(jar: Path) -> Path | None:
         return None
     target = _class_dir(jar)
     if target.is_dir():
+        # classes the JVM will run: only ours or root's (an image's), never another user's in /tmp
+        if target.stat().st_uid not in (os.getuid(), 0):
+            log.warning("%s belongs to another user: uniret's Java helpers are off", target)
+            return None
         return target
     javac = shutil.which("javac")
     if javac is None:
@@ -54,7 +58,11 @@ def helper_classpath(jar: Path) -> Path | None:
     tmp.chmod(0o755)  # mkdtemp makes it private; other users (an image's non-root user) read it
     try:
         cmd = [javac, "--release", JAVA_RELEASE, "-nowarn", "-cp", str(jar), "-d", str(tmp), *map(str, _sources())]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            log.warning("uniret's Java helpers did not compile (%s); using Anserini's paths", exc)
+            return None
         if done.returncode != 0:
             log.warning("uniret's Java helpers did not compile (%s); using Anserini's paths: %s",
                         javac, done.stderr.strip()[-500:])
