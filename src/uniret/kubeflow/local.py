@@ -37,7 +37,7 @@ log = logging.getLogger("uniret.kubeflow")
 DATA_ENV = "UNIRET_DATA"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # kfp.local's message when a downstream task asks for an output its upstream task never wrote
-LOST_OUTPUT = re.compile(r"Tried to get output '([^']+)' from task '([^']+)'")
+LOST_OUTPUT = re.compile(r"Tried to get output '[^']+' from task '[^']+'")
 
 
 @dataclass
