@@ -22,16 +22,6 @@ import time
 from pathlib import Path
 
 
-def _shown(path: str) -> str:
-    """The index path as committed results name it: relative to the working folder, else its last
-    three parts (a machine's absolute path means nothing on another)."""
-    resolved = Path(path).resolve()
-    try:
-        return str(resolved.relative_to(Path.cwd()))
-    except ValueError:
-        return "/".join(resolved.parts[-3:])
-
-
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -54,6 +44,7 @@ def main() -> int:
     from uniret.data.beir import BeirDataset
     from uniret.lexical.bm25 import Bm25Searcher
     from uniret.lexical.bm25_arrays import Bm25ArraySearcher
+    from uniret.utils.files import shown_path
 
     cfg = load_params(args.params).section("bm25")
     queries = BeirDataset(Path(args.data) / args.dataset, args.dataset).split_queries(args.split)
@@ -72,7 +63,7 @@ def main() -> int:
 
         # arrays: uniret.TopDocsArrays when the Java helpers compiled; arrays_anserini: ScoredDocs
         paths = {"simple_searcher": search_old, "arrays": arrays_of(new), "arrays_anserini": arrays_of(plain)}
-        result: dict = {"index": _shown(args.index), "queries": len(items), "rounds": args.rounds,
+        result: dict = {"index": shown_path(args.index, Path.cwd()), "queries": len(items), "rounds": args.rounds,
                         "k1": cfg.k1, "b": cfg.b, "threads": cfg.threads,
                         "java_helpers": new._arrays is not None, "depths": {}}
         for k in args.depths:

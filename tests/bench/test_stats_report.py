@@ -50,11 +50,8 @@ def test_markdown_names_skipped_sections():
 
 def test_bundle_path_is_shown_relative_to_the_project(tmp_path):
     # committed results must not carry the machine's absolute paths
-    from uniret.bench.runner import _shown_path
-    from uniret.config.params import Params
+    from uniret.utils.files import shown_path
 
-    params = Params(raw={}, profile=None, path=tmp_path / "params.yaml")
-    assert _shown_path(tmp_path / "registry" / "bundles" / "v1", params) == "registry/bundles/v1"
+    assert shown_path(tmp_path / "registry" / "bundles" / "v1", tmp_path) == "registry/bundles/v1"
     outside = tmp_path.parent / "elsewhere"
-    assert _shown_path(outside, params) == str(outside)
-    assert _shown_path(outside, Params(raw={}, profile=None)) == str(outside)
+    assert shown_path(outside, tmp_path) == str(outside)

@@ -18,6 +18,7 @@ from uniret.bench.machine import library_versions, machine_info
 from uniret.bench.report import targets, write_results
 from uniret.config.params import Params
 from uniret.config.serving import BenchConfig
+from uniret.utils.files import shown_path
 
 log = logging.getLogger("uniret.bench")
 
@@ -70,16 +71,6 @@ def _encoders_section(bundle, cfg: BenchConfig, batch_size: int, queries: dict[s
     return out
 
 
-def _shown_path(path: Path, params: Params) -> str:
-    """`path` relative to the project (params.yaml's folder) when inside it: results are committed."""
-    if params.path is None:
-        return str(path)
-    try:
-        return str(Path(path).resolve().relative_to(Path(params.path).resolve().parent))
-    except ValueError:
-        return str(path)
-
-
 def _guard(result: dict, name: str, skip: set[str], fn, *args) -> None:
     """Run one section into result[name]; a failure is recorded (with its reason) rather than
     losing the other sections. Its duration goes to result["section_seconds"][name]."""
@@ -123,11 +114,12 @@ def run_bench(params: Params, bundle_dir: Path, data_root: Path, out_dir: Path, 
     queries, qrels = bench_queries(data_root, cfg)
     bundle = open_bundle(bundle_dir, None, cfg.threads, params.section("retrieval"))
     searchers = build_searchers(bundle.index, bundle.retrieval, bundle.encoder, bundle.bm25, bundle.has_gate)
+    project = Path(params.path).parent if params.path else Path.cwd()  # results are committed: paths relative
     result: dict = {
         "started_at": started,
         "machine": machine_info(),
         "versions": library_versions(),
-        "bundle": {"path": _shown_path(bundle_dir, params), "version": bundle_version(bundle_dir), "docs": len(bundle.index.docids)},
+        "bundle": {"path": shown_path(bundle_dir, project), "version": bundle_version(bundle_dir), "docs": len(bundle.index.docids)},
         "queries": {"dataset": cfg.dataset, "split": cfg.split, "count": len(queries)},
         "config": {"k": cfg.k, "eval_k": cfg.eval_k, "threads": cfg.threads, "profile": params.profile,
                    "uni_k": bundle.retrieval.uni.k, "lexical": bundle.index.provenance.get("lexical")},

@@ -71,7 +71,9 @@ def _string_field(obj: dict, name: str, path: Path, lineno: int, required: bool 
     return value
 
 
-def _json_objects(path: Path) -> Iterator[tuple[int, dict]]:
+def json_objects(path: Path) -> Iterator[tuple[int, dict]]:
+    """(line number, object) of each non-blank line of a JSONL file; a line that is not valid UTF-8,
+    not JSON or not an object is a DataError naming the file and line."""
     for lineno, line in _lines(path):
         if not line.strip():
             continue
@@ -87,7 +89,7 @@ def _json_objects(path: Path) -> Iterator[tuple[int, dict]]:
 def iter_corpus_lines(path: str | Path) -> Iterator[tuple[int, Document]]:
     """Stream (line number, document) from a corpus.jsonl file (`title` may be absent)."""
     path = Path(path)
-    for lineno, obj in _json_objects(path):
+    for lineno, obj in json_objects(path):
         yield lineno, Document(
             id=_string_field(obj, "_id", path, lineno),
             title=_string_field(obj, "title", path, lineno, required=False),
@@ -104,7 +106,7 @@ def iter_corpus(path: str | Path) -> Iterator[Document]:
 def iter_queries_lines(path: str | Path) -> Iterator[tuple[int, Query]]:
     """Stream (line number, query) from a queries.jsonl file."""
     path = Path(path)
-    for lineno, obj in _json_objects(path):
+    for lineno, obj in json_objects(path):
         yield lineno, Query(id=_string_field(obj, "_id", path, lineno), text=_string_field(obj, "text", path, lineno))
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from uniret.core.errors import DataError, DataProblem
 from uniret.core.runs import Run, ranked
-from uniret.data.beir import Qrels
+from uniret.data.beir import Qrels, json_objects
 from uniret.utils.files import atomic_write_text
 
 
@@ -72,21 +72,12 @@ def write_negatives(path: str | os.PathLike, records: list[NegativesRecord]) -> 
 def iter_negatives(path: str | os.PathLike) -> Iterator[NegativesRecord]:
     """Read a negatives.jsonl file; a malformed line is a DataError naming file, line and field."""
     path = Path(path)
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(DataProblem(path, lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})")) from exc
-            if not isinstance(obj, dict):
-                raise DataError(DataProblem(path, lineno, None, "expected a JSON object"))
-            for name in ("query_id", "query"):
-                if not isinstance(obj.get(name), str):
-                    raise DataError(DataProblem(path, lineno, name, "missing or not a string"))
-            for name in ("positives", "negatives"):
-                ids = obj.get(name)
-                if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-                    raise DataError(DataProblem(path, lineno, name, "missing or not a list of doc ids"))
-            yield NegativesRecord(obj["query_id"], obj["query"], obj["positives"], obj["negatives"])
+    for lineno, obj in json_objects(path):
+        for name in ("query_id", "query"):
+            if not isinstance(obj.get(name), str):
+                raise DataError(DataProblem(path, lineno, name, "missing or not a string"))
+        for name in ("positives", "negatives"):
+            ids = obj.get(name)
+            if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+                raise DataError(DataProblem(path, lineno, name, "missing or not a list of doc ids"))
+        yield NegativesRecord(obj["query_id"], obj["query"], obj["positives"], obj["negatives"])

@@ -107,3 +107,12 @@ def replace_dir(tmp: Path, final: Path) -> None:
     os.replace(tmp, final)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def shown_path(path: str | os.PathLike, root: str | os.PathLike) -> str:
+    """`path` relative to `root` when inside it (committed results must not name one machine's
+    folders), else as given."""
+    try:
+        return str(Path(path).resolve().relative_to(Path(root).resolve()))
+    except ValueError:
+        return str(path)
