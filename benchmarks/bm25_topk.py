@@ -65,7 +65,7 @@ def main() -> int:
         paths = {"simple_searcher": search_old, "arrays": arrays_of(new), "arrays_anserini": arrays_of(plain)}
         result: dict = {"index": shown_path(args.index, Path.cwd()), "queries": len(items), "rounds": args.rounds,
                         "k1": cfg.k1, "b": cfg.b, "threads": cfg.threads,
-                        "java_helpers": new._arrays is not None, "depths": {}}
+                        "java_helpers": new.uses_helpers, "depths": {}}
         for k in args.depths:
             for qid, text in items[:20]:  # warm-up, and the identity check on the first queries
                 want = list(search_old(qid, text, k).items())

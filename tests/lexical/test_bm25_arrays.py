@@ -56,7 +56,7 @@ def searchers(request, index, cfg):
     if helper and not helpers_loaded():
         pytest.skip("uniret's Java helpers are not on the classpath (no javac on PATH)")
     with Bm25Searcher(index, cfg) as reference, Bm25ArraySearcher(index, cfg, use_helpers=helper) as fast:
-        assert (fast._arrays is not None) == helper  # the path under test is the one taken
+        assert fast.uses_helpers == helper  # the path under test is the one taken
         yield reference, fast
 
 

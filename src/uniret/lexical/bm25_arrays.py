@@ -94,6 +94,11 @@ class Bm25ArraySearcher:
             table[lucene_id] = docid
         return table
 
+    @property
+    def uses_helpers(self) -> bool:
+        """Whether hits are read through uniret.TopDocsArrays (else Anserini's ScoredDocs)."""
+        return self._arrays is not None
+
     def _top(self, text: str, k: int) -> Any:
         """Lucene's TopDocs of the query's top k, ties broken by the stored id as Anserini does."""
         query = self._generator.buildQuery(CONTENTS_FIELD, self._analyzer, text)
