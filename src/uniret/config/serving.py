@@ -55,6 +55,12 @@ class ServeConfig:
                 raise ValueError(f"{name} must be positive or null, got {getattr(self, name)}")
         if self.batch_wait_ms < 0 or self.request_timeout_s <= 0:
             raise ValueError("batch_wait_ms must be >= 0 and request_timeout_s positive")
+        if not self.probe_query.strip():
+            raise ValueError("probe_query must be a non-empty query")
+        if self.watch_interval_s < 0:
+            raise ValueError(f"watch_interval_s must be >= 0, got {self.watch_interval_s}")
+        if self.admin_token is not None and not self.admin_token:
+            raise ValueError("admin_token must be null or a non-empty string")
 
     def search_threads(self) -> int:
         """`threads`, else 4 per core this process may use (requests mostly wait on the encoder batch)."""
@@ -62,12 +68,6 @@ class ServeConfig:
             return self.threads
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         return THREADS_PER_CORE * cores
-        if not self.probe_query.strip():
-            raise ValueError("probe_query must be a non-empty query")
-        if self.watch_interval_s < 0:
-            raise ValueError(f"watch_interval_s must be >= 0, got {self.watch_interval_s}")
-        if self.admin_token is not None and not self.admin_token:
-            raise ValueError("admin_token must be null or a non-empty string")
 
 
 @dataclass(kw_only=True)
