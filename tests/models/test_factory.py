@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 
 import pytest
 import torch
@@ -33,6 +34,7 @@ def test_round_trip_identical_outputs(cfg, tmp_path, tokenize, queries):
     ids, mask = tokenize(model.tokenizer, queries)
     before = model(ids, mask, is_query=True)
     save_model(model, tmp_path / "ckpt")
+    assert stat.S_IMODE((tmp_path / "ckpt").stat().st_mode) & stat.S_IROTH  # not mkdtemp's 0700
     loaded, tokenizer = load_model(tmp_path / "ckpt")
     assert not loaded.training and loaded.model_config == cfg
     assert tokenizer(queries[0])["input_ids"] == model.tokenizer(queries[0])["input_ids"]

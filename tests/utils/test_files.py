@@ -4,7 +4,7 @@ import stat
 
 import pytest
 
-from uniret.utils.files import atomic_write_json, atomic_write_text, hash_path
+from uniret.utils.files import atomic_dir, atomic_write_json, atomic_write_text, hash_path
 
 
 def test_atomic_write_is_readable_by_others(tmp_path):
@@ -12,6 +12,15 @@ def test_atomic_write_is_readable_by_others(tmp_path):
     assert path.read_text() == "hello"
     mode = stat.S_IMODE(path.stat().st_mode)
     assert mode & stat.S_IRGRP and mode & stat.S_IROTH  # not mkstemp's 0600
+
+
+def test_atomic_dir_gets_the_mode_mkdir_would_give(tmp_path):
+    (tmp_path / "plain").mkdir()
+    with atomic_dir(tmp_path / "published") as tmp:
+        (tmp / "f").write_text("1")
+    mode = stat.S_IMODE((tmp_path / "published").stat().st_mode)
+    assert mode == stat.S_IMODE((tmp_path / "plain").stat().st_mode)
+    assert mode & stat.S_IROTH and mode & stat.S_IXOTH  # not mkdtemp's 0700 (umask 022 here)
 
 
 def test_failed_write_leaves_old_content_and_no_temp(tmp_path, monkeypatch):

@@ -11,7 +11,6 @@ import logging
 import os
 import re
 import shutil
-import tempfile
 import urllib.error
 import urllib.request
 import zipfile
@@ -21,7 +20,7 @@ from tqdm import tqdm
 
 from uniret.core.errors import FetchError
 from uniret.data.beir import CORPUS_FILE, QRELS_DIR, QUERIES_FILE
-from uniret.utils.files import CHUNK
+from uniret.utils.files import CHUNK, make_temp_dir
 from uniret.utils.names import PLAIN_RULE, is_plain_name
 from uniret.utils.text import excerpt
 
@@ -152,7 +151,7 @@ def fetch_dataset(
         return final
 
     dest.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{name}.fetch-", dir=dest))
+    work = make_temp_dir(dest, f".{name}.fetch-")
     try:
         archive = work / f"{name}.zip"
         log.info("downloading %s", url)

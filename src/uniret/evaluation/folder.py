@@ -16,7 +16,6 @@ from __future__ import annotations
 import copy
 import logging
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +31,7 @@ from uniret.evaluation.scoring import score_systems
 from uniret.evaluation.sources import Bm25Source, RunSource, collect_runs
 from uniret.evaluation.tables import metrics_table
 from uniret.runtime import MANIFEST, StageContext, read_manifest, stage_output
-from uniret.utils.files import atomic_write_json
+from uniret.utils.files import atomic_write_json, make_temp_dir
 
 log = logging.getLogger("uniret.evaluation")
 
@@ -169,7 +168,7 @@ def evaluate_folder(params: Params, request: FolderRequest) -> dict[str, Any]:
     cfg = params.section("evaluate")
     out = request.out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.work-", dir=out.parent))
+    work = make_temp_dir(out.parent, f".{out.name}.work-")
     try:
         ctx = FolderContext(params=params, data_root=request.data_root, artifacts=work)
         build_bm25(ctx)

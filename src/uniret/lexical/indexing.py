@@ -12,7 +12,6 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from uniret.lexical.jvm import import_pyserini
-from uniret.utils.files import replace_dir
+from uniret.utils.files import make_temp_dir, replace_dir
 
 log = logging.getLogger("uniret.lexical")
 
@@ -65,7 +64,7 @@ def write_lucene_index(
     lucene = import_pyserini("pyserini.index.lucene")
     final = Path(out_dir)
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
+    tmp = make_temp_dir(final.parent, f".{final.name}.tmp-")
     start = time.time()
     added = seen = 0
     try:

@@ -19,7 +19,6 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import torch
@@ -34,6 +33,7 @@ from uniret.models.pair import PairEncoder, same_vocabulary
 from uniret.models.reranker import CrossEncoderReranker
 from uniret.models.splade import SpladeEncoder
 from uniret.models.unifier import UnifierEncoder
+from uniret.utils.files import make_temp_dir
 from uniret.utils.text import excerpt
 
 log = logging.getLogger("uniret.models")
@@ -114,7 +114,7 @@ def save_model(model: torch.nn.Module, directory: str | os.PathLike) -> Path:
         raise ValueError("save_model needs a model from build_model/load_model (model_config and tokenizer)")
     directory = Path(directory)
     directory.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+    tmp = make_temp_dir(directory.parent, f".{directory.name}.")
     try:
         meta = {"format": FORMAT_VERSION, "config": dataclasses.asdict(cfg)}
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")

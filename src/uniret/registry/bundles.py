@@ -18,7 +18,7 @@ from typing import Any
 from uniret.registry.errors import RegistryError
 from uniret.registry.integrity import write_checksums
 from uniret.registry.pointer import BUNDLES, now_iso
-from uniret.utils.files import atomic_write_json, hash_path
+from uniret.utils.files import atomic_write_json, hash_path, make_temp_dir
 
 log = logging.getLogger("uniret.registry")
 
@@ -82,7 +82,7 @@ def publish(
     if final.exists():
         raise RegistryError(f"{final}: bundle version {version!r} already exists (bundles are immutable)")
     bundles.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=bundles))
+    tmp = make_temp_dir(bundles, f".tmp-{version}-")
     try:
         shutil.copytree(source, tmp, dirs_exist_ok=True)
         manifest.update(

@@ -16,12 +16,11 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from uniret.retrieval.encoding import EncodedTexts, load_encoded, save_encoded
-from uniret.utils.files import hash_path, sha256_file
+from uniret.utils.files import hash_path, make_temp_dir, sha256_file
 
 log = logging.getLogger("uniret.retrieval")
 
@@ -66,7 +65,7 @@ def _save(folder: Path, model_id: str, corpus_path: Path, docids: list[str], enc
         return
     meta = {"model": model_id, "corpus": str(corpus_path), "label": label, "num_docs": len(docids)}
     folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    tmp = make_temp_dir(folder.parent, f".{folder.name}.")
     try:
         save_encoded(tmp, encoded)
         (tmp / "docids.json").write_text(json.dumps(list(docids)), encoding="utf-8")

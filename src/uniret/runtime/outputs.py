@@ -7,7 +7,6 @@ import logging
 import os
 import platform
 import shutil
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -17,7 +16,7 @@ from typing import Any
 from uniret import __version__
 from uniret.core.errors import StageFailed
 from uniret.runtime.context import MANIFEST, StageContext
-from uniret.utils.files import atomic_write_json, hash_path, replace_dir
+from uniret.utils.files import atomic_write_json, hash_path, make_temp_dir, replace_dir
 from uniret.utils.locks import pid_alive
 
 log = logging.getLogger("uniret")
@@ -102,7 +101,7 @@ def stage_output(
     check_outputs_outside_inputs(stage, [ctx.stage_dir(stage)], inputs or {})
     ctx.artifacts.mkdir(parents=True, exist_ok=True)
     clean_stale(ctx.artifacts, stage)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{stage}.tmp-{os.getpid()}-", dir=ctx.artifacts))
+    tmp = make_temp_dir(ctx.artifacts, f".{stage}.tmp-{os.getpid()}-")
     manifest: dict[str, Any] = {
         "stage": stage,
         "profile": ctx.profile,

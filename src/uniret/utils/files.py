@@ -24,6 +24,18 @@ def _current_umask() -> int:
 _UMASK = _current_umask()
 
 
+def make_temp_dir(parent: str | os.PathLike, prefix: str) -> Path:
+    """A new temp folder in `parent` (to be renamed into place), with the umask's usual mode.
+
+    mkdtemp makes it 0700, and the rename would publish that: stage outputs, checkpoints and
+    indexes could then be read by their writer only (not by a serving pod or a teammate on a
+    shared volume), unlike every folder `mkdir` makes.
+    """
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    tmp.chmod(0o777 & ~_UMASK)
+    return tmp
+
+
 @contextmanager
 def atomic_open(path: str | os.PathLike, mode: str = "w") -> Iterator[IO[Any]]:
     """Yield a file opened in a temp file beside `path`; on success fsync and rename it over `path`.
@@ -55,7 +67,7 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    tmp = make_temp_dir(path.parent, f".{path.name}.")
     try:
         yield tmp
         if path.exists():
