@@ -1,0 +1,320 @@
+"""Two levers for the served hybrid, measured on the dev sets only (never a test split).
+
+    python benchmarks/dev_levers.py fusion-norm --artifacts artifacts --registry registry
+    python benchmarks/dev_levers.py query-tower --artifacts artifacts --registry registry --layers 3 2
+
+- fusion-norm: the served fusion's score normalisation. Per query, each signal's top 1000 (lexical,
+  dense, BM25) is normalised by min-max (served), z-score, theoretical min-max (Bruch et al. 2023:
+  the lower bound is the score's floor, not the query's minimum) or reciprocal rank; for each, the
+  weights are learned on the dev grid as the index stage does, and the best dev score is reported.
+- query-tower: a cheaper dense query side. The student is the trained MiniLM's first L layers
+  (mean pool, normalise), distilled to the full tower's query embedding (1 - cosine) on label-free
+  text: the train queries that are not in the dev carve, NFCorpus train queries and the train
+  corpus's titles. Documents keep the full tower's vectors. Reports dev nDCG@10 of the dense head
+  and of the served fusion (the bundle's weights) and torch CPU ms per query at one thread.
+
+- wise-checkpoint: WiSE-FT (Wortsman et al. 2022), the trained checkpoint's weights interpolated
+  with its pretrained start, alpha x trained + (1 - alpha) x pretrained, written as a checkpoint
+  folder (`--model-out DIR/continual/model`) for `uniret index --artifacts DIR` to index and score
+  on dev (DIR holding links to the demo's validate, bm25, mine and warmup folders).
+
+Inputs: a `make demo` artifacts folder (bm25 stage: dev qrels and BM25 dev runs; the index
+stage's encoding cache) and its bundle. Results: benchmarks/results/dev_levers.json, one key per
+lever. Take timings on an otherwise idle machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import logging
+import random
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from uniret.config import load_params
+from uniret.core.runs import Run, ranked, read_run
+from uniret.data.beir import BeirDataset, iter_corpus, read_qrels
+from uniret.evaluation.bundle_source import bundle_encoder_key
+from uniret.evaluation.fusion_tuning import simplex_grid
+from uniret.evaluation.metrics import evaluate_run
+from uniret.retrieval.base import encode_queries
+from uniret.retrieval.bundle import ONNX_DIR, fusion_weights_of, open_bundle
+from uniret.retrieval.corpus_cache import cached_corpus_encoding
+from uniret.retrieval.modes import build_searchers, memory_corpus_index
+from uniret.serving.source import BundleSource
+from uniret.stages.bm25 import DEV_QRELS, DEV_RUNS, TRAIN_RUN
+from uniret.utils.files import atomic_write_json
+
+log = logging.getLogger("dev_levers")
+SIGNALS = ("lexical", "dense", "bm25")  # the order of the served hybrid_bm25's weights
+DEPTH = 1000  # per signal, as retrieval.fusion serves
+METRIC = "ndcg@10"
+NORMS = ("minmax", "zscore", "theoretical_minmax", "rrf")
+RRF_K = 60
+
+
+@dataclass
+class DevSet:
+    """One dev split with the served signals' runs on it."""
+
+    name: str
+    qrels: dict
+    queries: dict[str, str]
+    docids: list[str]
+    dense: np.ndarray  # the corpus's dense vectors (the bundle's encodings)
+    runs: dict[str, Run]
+
+
+def dev_sets(artifacts: Path, data_root: Path, params, bundle) -> list[DevSet]:
+    """SciFact's dev carve and each data.dev dataset's dev split, with exact lexical/dense runs over
+    the bundle's encodings (read from the index stage's cache, else encoded) and the BM25 runs."""
+    data = params.section("data")
+    key = bundle_encoder_key(bundle.manifest, bundle.path / ONNX_DIR)
+    cache = artifacts / params.section("encoding").cache_dir
+    carve = read_qrels(artifacts / "bm25" / DEV_QRELS)
+    train = BeirDataset(data_root / data.train_dataset)
+    specs = [(train, {q: t for q, t in train.split_queries(data.train_split).items() if q in carve}, carve,
+              read_run(artifacts / "bm25" / TRAIN_RUN))]
+    for name in data.dev.datasets:
+        ds = BeirDataset(data_root / name)
+        specs.append((ds, ds.split_queries(data.dev.split), ds.qrels(data.dev.split),
+                      read_run(artifacts / "bm25" / DEV_RUNS / f"{name}.trec")))
+    out = []
+    for ds, queries, qrels, bm25 in specs:
+        docs = list(ds.iter_corpus())
+        docids = [d.id for d in docs]
+        encoded = cached_corpus_encoding(
+            cache, key, ds.corpus_path, docids,
+            lambda docs=docs: bundle.encoder.encode([d.contents for d in docs], is_query=False), label=f"dev/{ds.name}")
+        searchers = build_searchers(memory_corpus_index(docids, encoded, bundle.retrieval), bundle.retrieval,
+                                    bundle.encoder, modes=["lexical", "dense"])
+        batch = encode_queries(queries, bundle.encoder)
+        runs = {m: searchers[m].search_batch(batch, DEPTH) for m in ("lexical", "dense")}
+        runs["bm25"] = {q: dict(ranked(bm25.get(q, {}), DEPTH)) for q in queries}
+        out.append(DevSet(f"{ds.name}/dev", qrels, queries, docids, encoded.dense, runs))
+    return out
+
+
+def normalise(method: str, signal: str, scores: np.ndarray, floor: dict[str, float]) -> tuple[np.ndarray, float]:
+    """(normalised scores of one query's hits, best first; the value a missing document gets)."""
+    if method == "rrf":
+        return 1.0 / (RRF_K + np.arange(1, len(scores) + 1)), 0.0
+    if method == "zscore":
+        sd = scores.std()
+        z = (scores - scores.mean()) / sd if sd > 0 else np.zeros_like(scores)
+        return z, float(z.min())
+    lo = floor[signal] if method == "theoretical_minmax" else scores.min()
+    hi = scores.max()
+    return (np.ones_like(scores) if hi <= lo else (scores - lo) / (hi - lo)), 0.0
+
+
+def _matrices(method: str, ds: DevSet, floor: dict[str, float]) -> dict[str, tuple[list[str], np.ndarray]]:
+    out = {}
+    for q in ds.qrels:
+        cands = sorted({d for s in SIGNALS for d in ds.runs[s].get(q, {})})
+        col = {d: i for i, d in enumerate(cands)}
+        matrix = np.zeros((len(SIGNALS), len(cands)))
+        for r, s in enumerate(SIGNALS):
+            hits = ranked(ds.runs[s].get(q, {}))
+            if hits:
+                values, missing = normalise(method, s, np.array([v for _, v in hits]), floor)
+                matrix[r, :] = missing
+                matrix[r, [col[d] for d, _ in hits]] = values
+        out[q] = (cands, matrix)
+    return out
+
+
+def _fused_ndcg(matrices, qrels, weights) -> float:
+    run = {}
+    for q, (cands, matrix) in matrices.items():
+        if cands:
+            total = np.asarray(weights) @ matrix
+            run[q] = {cands[i]: float(total[i]) for i in np.argsort(-total, kind="stable")[:10]}
+    return evaluate_run(qrels, run, [METRIC], True)[1][METRIC]
+
+
+def fusion_norm(sets: list[DevSet], step: float, query_scale: float) -> dict:
+    """Per normalisation: the dev-learned weights and the dev score (mean over the dev sets)."""
+    # floors: impacts and BM25 are >= 0; the dense score is query_scale x cosine >= -query_scale
+    floor = {"lexical": 0.0, "bm25": 0.0, "dense": -query_scale}
+    grid = simplex_grid(len(SIGNALS), step)
+    out = {}
+    for method in NORMS:
+        prepared = [(_matrices(method, ds, floor), ds.qrels) for ds in sets]
+        scores = [float(np.mean([_fused_ndcg(m, q, w) for m, q in prepared])) for w in grid]
+        best = int(np.argmax(scores))
+        out[method] = {"weights": dict(zip(SIGNALS, grid[best], strict=True)), "dev_" + METRIC: round(scores[best], 5)}
+        log.info("%s: dev %s %.4f with %s", method, METRIC, scores[best], out[method]["weights"])
+    out["chosen"] = max(NORMS, key=lambda m: out[m]["dev_" + METRIC])
+    return out
+
+
+def _distill_texts(artifacts: Path, data_root: Path, params, seed: int) -> list[str]:
+    data = params.section("data")
+    carve = read_qrels(artifacts / "bm25" / DEV_QRELS)
+    train = BeirDataset(data_root / data.train_dataset)
+    texts = [t for q, t in train.split_queries(data.train_split).items() if q not in carve]
+    for name in data.dev.datasets:
+        texts += list(BeirDataset(data_root / name).split_queries(data.train_split).values())
+    texts += [d.title for d in iter_corpus(train.corpus_path) if d.title]
+    texts = sorted(set(texts))
+    random.Random(seed).shuffle(texts)
+    return texts
+
+
+def query_tower(sets: list[DevSet], bundle, checkpoint: Path, texts: list[str], layers: list[int], steps: int,
+                batch: int, lr: float, seed: int) -> dict:
+    """Dev nDCG@10 (dense head, served fusion) and torch CPU ms/query of the full and distilled towers."""
+    import torch
+    import torch.nn.functional as F
+
+    from uniret.models.factory import load_model
+    from uniret.models.pooling import mean_pool
+
+    model, tokenizer = load_model(checkpoint)
+    if getattr(model, "dense", None) is None or model.model_config.arch != "pair":
+        raise SystemExit(f"{checkpoint}: query-tower needs a pair model (arch pair), got {model.model_config.arch}")
+    mcfg = model.model_config
+    weights = fusion_weights_of(bundle.manifest).get("hybrid_bm25")
+    if weights is None:
+        raise SystemExit(f"{bundle.path}: the bundle has no learned hybrid_bm25 weights")
+    torch.manual_seed(seed)
+
+    def embed(tower, items, grad=False):
+        enc = tokenizer(items, padding=True, truncation=True, max_length=mcfg.query_max_length, return_tensors="pt")
+        with torch.set_grad_enabled(grad):
+            hidden = tower(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).last_hidden_state
+            return F.normalize(mean_pool(hidden, enc["attention_mask"]), dim=-1)
+
+    def evaluate(tower) -> dict:
+        per_set = {}
+        for ds in sets:
+            qids = list(ds.queries)
+            with torch.no_grad():
+                vecs = torch.cat([embed(tower, [ds.queries[q] for q in qids[i:i + 64]])
+                                  for i in range(0, len(qids), 64)]).numpy() * (mcfg.query_scale or 1.0)
+            scores = vecs @ ds.dense.T
+            top = np.argsort(-scores, axis=1)[:, :DEPTH]
+            dense = {q: {ds.docids[j]: float(scores[i, j]) for j in top[i]} for i, q in enumerate(qids)}
+            dense_top10 = {q: dict(ranked(h, 10)) for q, h in dense.items()}
+            runs = dict(ds.runs, dense=dense)
+            matrices = _matrices("minmax", DevSet(ds.name, ds.qrels, ds.queries, ds.docids, ds.dense, runs), {})
+            per_set[ds.name] = {"dense": evaluate_run(ds.qrels, dense_top10, [METRIC], True)[1][METRIC],
+                                "hybrid_bm25": _fused_ndcg(matrices, ds.qrels, weights)}
+        return {"dense": round(float(np.mean([v["dense"] for v in per_set.values()])), 5),
+                "hybrid_bm25": round(float(np.mean([v["hybrid_bm25"] for v in per_set.values()])), 5),
+                "per_set": {k: {m: round(v, 5) for m, v in d.items()} for k, d in per_set.items()}}
+
+    def cpu_ms(tower, n=200) -> float:
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        with torch.no_grad():
+            for q in texts[:20]:
+                embed(tower, [q])
+            start = time.process_time()
+            for q in texts[:n]:
+                embed(tower, [q])
+        torch.set_num_threads(threads)
+        return round((time.process_time() - start) / n * 1000, 2)
+
+    teacher = model.dense.encoder.eval()
+    with torch.no_grad():
+        targets = torch.cat([embed(teacher, texts[i:i + 128]) for i in range(0, len(texts), 128)])
+    full = len(teacher.encoder.layer)
+    out = {"texts": len(texts), "steps": steps, "batch": batch, "lr": lr,
+           "towers": {str(full): {**evaluate(teacher), "cpu_ms": cpu_ms(teacher)}}}
+    log.info("full tower (%d layers): %s", full, out["towers"][str(full)])
+    rng = random.Random(seed)
+    warm = max(1, steps // 10)  # linear warmup, then linear decay to 0
+    for n_layers in layers:
+        student = copy.deepcopy(teacher)
+        student.encoder.layer = student.encoder.layer[:n_layers]
+        student.config.num_hidden_layers = n_layers
+        optimizer = torch.optim.AdamW(student.parameters(), lr=lr)
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warm) * max(0.0, 1 - s / steps))
+        student.train()
+        for step in range(steps):
+            idx = [rng.randrange(len(texts)) for _ in range(batch)]
+            loss = (1 - (embed(student, [texts[i] for i in idx], grad=True) * targets[idx]).sum(-1)).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+            if step % 100 == 0 or step == steps - 1:
+                log.info("%d layers: step %d, 1 - cosine %.4f", n_layers, step, loss.item())
+        student.eval()
+        out["towers"][str(n_layers)] = {**evaluate(student), "cpu_ms": cpu_ms(student), "final_loss": round(loss.item(), 5)}
+        log.info("%d layers: %s", n_layers, out["towers"][str(n_layers)])
+    return out
+
+
+def wise_checkpoint(checkpoint: Path, alpha: float, out: Path) -> dict:
+    """Write alpha x the checkpoint's weights + (1 - alpha) x its pretrained start's to `out`."""
+    from uniret.models.factory import build_model, load_model, save_model
+
+    if not 0.0 <= alpha <= 1.0:
+        raise SystemExit(f"--alpha must be in [0, 1], got {alpha}")
+    trained, _ = load_model(checkpoint)
+    start = build_model(trained.model_config).state_dict()
+    mixed = {name: alpha * value + (1 - alpha) * start[name] if value.is_floating_point() else value
+             for name, value in trained.state_dict().items()}
+    trained.load_state_dict(mixed)
+    save_model(trained, out)
+    return {"checkpoint": str(checkpoint), "alpha": alpha, "model_out": str(out)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("lever", choices=["fusion-norm", "query-tower", "wise-checkpoint"])
+    parser.add_argument("--artifacts", type=Path, default=Path("artifacts"))
+    parser.add_argument("--registry", type=Path, default=Path("registry"), help="its production bundle is measured")
+    parser.add_argument("--bundle", type=Path, default=None, help="a bundle folder instead of the registry's")
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--params", type=Path, default=Path("params.yaml"))
+    parser.add_argument("--profile", default="cpu")
+    parser.add_argument("--checkpoint", type=Path, default=None, help="default: the bundle manifest's")
+    parser.add_argument("--layers", type=int, nargs="+", default=[3, 2])
+    parser.add_argument("--steps", type=int, default=600)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--alpha", type=float, default=0.75, help="wise-checkpoint: weight of the trained weights")
+    parser.add_argument("--model-out", type=Path, default=None, help="wise-checkpoint: the checkpoint folder to write")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/dev_levers.json"))
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    params = load_params(args.params, args.profile)
+    if args.lever == "wise-checkpoint":
+        if args.checkpoint is None or args.model_out is None:
+            raise SystemExit("wise-checkpoint needs --checkpoint (e.g. artifacts/continual/model) and --model-out")
+        print(json.dumps(wise_checkpoint(args.checkpoint, args.alpha, args.model_out)))
+        return 0
+    if args.bundle is None:
+        found = BundleSource(registry_root=args.registry).production()
+        if found is None:
+            raise SystemExit(f"{args.registry}/production.json: no production bundle (give --bundle)")
+        args.bundle = found[0]
+    bundle = open_bundle(args.bundle)
+    sets = dev_sets(args.artifacts, args.data, params, bundle)
+    if args.lever == "fusion-norm":
+        result = fusion_norm(sets, params.section("index").fusion.grid_step, bundle.manifest["model"]["config"]["query_scale"])
+    else:
+        checkpoint = args.checkpoint or Path(bundle.manifest["model"]["checkpoint"])
+        texts = _distill_texts(args.artifacts, args.data, params, args.seed)
+        result = query_tower(sets, bundle, checkpoint, texts, args.layers, args.steps, args.batch, args.lr, args.seed)
+    previous = json.loads(args.out.read_text()) if args.out.is_file() else {}
+    previous[args.lever] = {"bundle": str(bundle.path), "dev_sets": {d.name: len(d.qrels) for d in sets},
+                            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **result}
+    atomic_write_json(args.out, previous)
+    print(json.dumps(previous[args.lever], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
