@@ -1,7 +1,9 @@
-"""Two levers for the served hybrid, measured on the dev sets only (never a test split).
+"""Levers for the served hybrid, measured on the dev sets only (never a test split).
 
     python benchmarks/dev_levers.py fusion-norm --artifacts artifacts --registry registry
     python benchmarks/dev_levers.py query-tower --artifacts artifacts --registry registry --layers 3 2
+    python benchmarks/dev_levers.py wise-checkpoint --checkpoint artifacts/continual/model --alpha 0.75 \
+        --model-out DIR/continual/model
 
 - fusion-norm: the served fusion's score normalisation. Per query, each signal's top 1000 (lexical,
   dense, BM25) is normalised by min-max (served), z-score, theoretical min-max (Bruch et al. 2023:
@@ -12,7 +14,7 @@
   text: the train queries that are not in the dev carve, NFCorpus train queries and the train
   corpus's titles. Documents keep the full tower's vectors. Reports dev nDCG@10 of the dense head
   and of the served fusion (the bundle's weights) and torch CPU ms per query at one thread.
-
+  `--rank-weight` adds a ranking KL over the full tower's top train-corpus documents.
 - wise-checkpoint: WiSE-FT (Wortsman et al. 2022), the trained checkpoint's weights interpolated
   with its pretrained start, alpha x trained + (1 - alpha) x pretrained, written as a checkpoint
   folder (`--model-out DIR/continual/model`) for `uniret index --artifacts DIR` to index and score
@@ -57,6 +59,7 @@ DEPTH = 1000  # per signal, as retrieval.fusion serves
 METRIC = "ndcg@10"
 NORMS = ("minmax", "zscore", "theoretical_minmax", "rrf")
 RRF_K = 60
+RANK_POOL = 64  # documents per text in the ranking-distillation term
 
 
 @dataclass
@@ -169,8 +172,12 @@ def _distill_texts(artifacts: Path, data_root: Path, params, seed: int) -> list[
 
 
 def query_tower(sets: list[DevSet], bundle, checkpoint: Path, texts: list[str], layers: list[int], steps: int,
-                batch: int, lr: float, seed: int) -> dict:
-    """Dev nDCG@10 (dense head, served fusion) and torch CPU ms/query of the full and distilled towers."""
+                batch: int, lr: float, seed: int, rank_weight: float = 0.0, corpus: np.ndarray | None = None) -> dict:
+    """Dev nDCG@10 (dense head, served fusion) and torch CPU ms/query of the full and distilled towers.
+
+    `rank_weight` > 0 adds a ranking term: KL from the full tower's score distribution over its
+    top RANK_POOL documents of `corpus` (the train corpus's dense vectors) to the student's.
+    """
     import torch
     import torch.nn.functional as F
 
@@ -226,8 +233,15 @@ def query_tower(sets: list[DevSet], bundle, checkpoint: Path, texts: list[str], 
     teacher = model.dense.encoder.eval()
     with torch.no_grad():
         targets = torch.cat([embed(teacher, texts[i:i + 128]) for i in range(0, len(texts), 128)])
+        scale = mcfg.query_scale or 1.0
+        if rank_weight > 0:
+            docs = torch.from_numpy(np.ascontiguousarray(corpus, dtype=np.float32))
+            # per text: the full tower's top documents and its log-distribution over them
+            top = [torch.topk(scale * targets[i:i + 512] @ docs.T, RANK_POOL) for i in range(0, len(texts), 512)]
+            pool = torch.cat([t.indices for t in top])  # [texts, RANK_POOL]
+            teacher_logp = torch.log_softmax(torch.cat([t.values for t in top]), dim=-1)
     full = len(teacher.encoder.layer)
-    out = {"texts": len(texts), "steps": steps, "batch": batch, "lr": lr,
+    out = {"texts": len(texts), "steps": steps, "batch": batch, "lr": lr, "rank_weight": rank_weight,
            "towers": {str(full): {**evaluate(teacher), "cpu_ms": cpu_ms(teacher)}}}
     log.info("full tower (%d layers): %s", full, out["towers"][str(full)])
     rng = random.Random(seed)
@@ -241,13 +255,18 @@ def query_tower(sets: list[DevSet], bundle, checkpoint: Path, texts: list[str], 
         student.train()
         for step in range(steps):
             idx = [rng.randrange(len(texts)) for _ in range(batch)]
-            loss = (1 - (embed(student, [texts[i] for i in idx], grad=True) * targets[idx]).sum(-1)).mean()
+            emb = embed(student, [texts[i] for i in idx], grad=True)
+            loss = (1 - (emb * targets[idx]).sum(-1)).mean()
+            if rank_weight > 0:
+                student_logp = torch.log_softmax(scale * torch.einsum("bd,bkd->bk", emb, docs[pool[idx]]), dim=-1)
+                loss = loss + rank_weight * F.kl_div(student_logp, teacher_logp[idx], log_target=True,
+                                                     reduction="batchmean")
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
             schedule.step()
             if step % 100 == 0 or step == steps - 1:
-                log.info("%d layers: step %d, 1 - cosine %.4f", n_layers, step, loss.item())
+                log.info("%d layers: step %d, loss %.4f", n_layers, step, loss.item())
         student.eval()
         out["towers"][str(n_layers)] = {**evaluate(student), "cpu_ms": cpu_ms(student), "final_loss": round(loss.item(), 5)}
         log.info("%d layers: %s", n_layers, out["towers"][str(n_layers)])
@@ -283,6 +302,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=600)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--rank-weight", type=float, default=0.0,
+                        help="query-tower: weight of the ranking KL over the full tower's top documents (0: off)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--alpha", type=float, default=0.75, help="wise-checkpoint: weight of the trained weights")
     parser.add_argument("--model-out", type=Path, default=None, help="wise-checkpoint: the checkpoint folder to write")
@@ -307,7 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         checkpoint = args.checkpoint or Path(bundle.manifest["model"]["checkpoint"])
         texts = _distill_texts(args.artifacts, args.data, params, args.seed)
-        result = query_tower(sets, bundle, checkpoint, texts, args.layers, args.steps, args.batch, args.lr, args.seed)
+        result = query_tower(sets, bundle, checkpoint, texts, args.layers, args.steps, args.batch, args.lr, args.seed,
+                             args.rank_weight, sets[0].dense)  # sets[0]: the train dataset's dev carve
     previous = json.loads(args.out.read_text()) if args.out.is_file() else {}
     previous[args.lever] = {"bundle": str(bundle.path), "dev_sets": {d.name: len(d.qrels) for d in sets},
                             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **result}
