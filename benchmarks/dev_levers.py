@@ -51,7 +51,7 @@ from uniret.retrieval.corpus_cache import cached_corpus_encoding
 from uniret.retrieval.modes import build_searchers, memory_corpus_index
 from uniret.serving.source import BundleSource
 from uniret.stages.bm25 import DEV_QRELS, DEV_RUNS, TRAIN_RUN
-from uniret.utils.files import atomic_write_json
+from uniret.utils.files import atomic_write_json, shown_path
 
 log = logging.getLogger("dev_levers")
 SIGNALS = ("lexical", "dense", "bm25")  # the order of the served hybrid_bm25's weights
@@ -331,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         result = query_tower(sets, bundle, checkpoint, texts, args.layers, args.steps, args.batch, args.lr, args.seed,
                              args.rank_weight, sets[0].dense)  # sets[0]: the train dataset's dev carve
     previous = json.loads(args.out.read_text()) if args.out.is_file() else {}
-    previous[args.lever] = {"bundle": str(bundle.path), "dev_sets": {d.name: len(d.qrels) for d in sets},
+    previous[args.lever] = {"bundle": shown_path(bundle.path, Path.cwd()), "dev_sets": {d.name: len(d.qrels) for d in sets},
                             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **result}
     atomic_write_json(args.out, previous)
     print(json.dumps(previous[args.lever], indent=1))
