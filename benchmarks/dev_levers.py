@@ -43,7 +43,7 @@ from uniret.config import load_params
 from uniret.core.runs import Run, ranked, read_run
 from uniret.data.beir import BeirDataset, iter_corpus, read_qrels
 from uniret.evaluation.bundle_source import bundle_encoder_key
-from uniret.evaluation.fusion_tuning import simplex_grid
+from uniret.evaluation.fusion_tuning import fused_metric, simplex_grid
 from uniret.evaluation.metrics import evaluate_run
 from uniret.retrieval.base import encode_queries
 from uniret.retrieval.bundle import ONNX_DIR, fusion_weights_of, open_bundle
@@ -134,12 +134,8 @@ def _matrices(method: str, ds: DevSet, floor: dict[str, float]) -> dict[str, tup
 
 
 def _fused_ndcg(matrices, qrels, weights) -> float:
-    run = {}
-    for q, (cands, matrix) in matrices.items():
-        if cands:
-            total = np.asarray(weights) @ matrix
-            run[q] = {cands[i]: float(total[i]) for i in np.argsort(-total, kind="stable")[:10]}
-    return evaluate_run(qrels, run, [METRIC], True)[1][METRIC]
+    """nDCG@10 of one dev set's fusion, by the index stage's own scoring (fusion_tuning)."""
+    return fused_metric(matrices, qrels, weights, METRIC, 10, True)
 
 
 def fusion_norm(sets: list[DevSet], step: float, query_scale: float) -> dict:

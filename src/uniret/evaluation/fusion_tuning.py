@@ -66,8 +66,10 @@ def _normalised(runs: Sequence[Run], qid: str) -> tuple[list[str], np.ndarray]:
     return cands, matrix
 
 
-def _fused_score(per_query: dict, qrels: Qrels, weights: Sequence[float], metric: str, depth: int,
+def fused_metric(per_query: dict, qrels: Qrels, weights: Sequence[float], metric: str, depth: int,
                  ignore_identical_ids: bool) -> float:
+    """Mean `metric` of the fusion `weights` @ matrix per query ({qid: (candidate ids, [n_runs,
+    n_cand] normalised scores)}), each query's top `depth` kept (ties: candidate order)."""
     fused: Run = {}
     w = np.asarray(weights)
     for qid, (cands, matrix) in per_query.items():
@@ -92,7 +94,7 @@ def learn_fusion_weights(sets: Sequence[TuningSet], step: float, metric: str = "
     prepared = [({qid: _normalised(s.runs, qid) for qid in s.qrels}, s.qrels) for s in sets]
 
     def score(weights: Sequence[float]) -> float:
-        return float(np.mean([_fused_score(pq, qrels, weights, metric, depth, ignore_identical_ids)
+        return float(np.mean([fused_metric(pq, qrels, weights, metric, depth, ignore_identical_ids)
                               for pq, qrels in prepared]))
 
     grid = simplex_grid(n_runs, step)
