@@ -69,7 +69,28 @@ def test_rows_without_kept_tokens_are_zero_in_both_paths():
     assert torch.allclose(fast[1], expected, atol=1e-6)
 
 
-@pytest.mark.parametrize("arch", ("splade", "aggretriever"))
+@pytest.mark.parametrize("arch", ("splade", "unifier"))
+def test_training_pool_gives_the_inference_values(build, tokenize, real_docs, arch, monkeypatch):
+    """With autograd on, a linear MLM head pools through its active entries only: same values as
+    the no-grad path, a row without kept tokens included, whatever the vocabulary slicing."""
+    model = _build(build, arch)
+    ids, mask = tokenize(model.tokenizer, real_docs, max_length=64)
+    mask[-1] = 0  # no kept token at all: an empty representation in both paths
+    calls = []
+    original = pooling._active_entries_pool
+    monkeypatch.setattr(pooling, "_active_entries_pool", lambda *a: calls.append(1) or original(*a))
+    with torch.inference_mode():
+        expected = model(ids, mask).sparse
+    assert not calls  # inference keeps the one-GEMM max
+    for block in (pooling.BLOCK_ELEMENTS, 1000):
+        monkeypatch.setattr(pooling, "BLOCK_ELEMENTS", block)
+        got = model(ids, mask).sparse
+        assert got.requires_grad and torch.allclose(got, expected, atol=1e-5), (got - expected).abs().max()
+    assert len(calls) == 2
+    assert (expected > 0).sum(dim=1)[:-1].min() > 0 and expected[-1].abs().sum() == 0
+
+
+@pytest.mark.parametrize("arch", ("splade", "unifier", "aggretriever"))
 def test_fast_vocab_max_gradients_equal_reference(build, tokenize, real_docs, arch):
     model = _build(build, arch)
     ids, mask = tokenize(model.tokenizer, [real_docs[1], real_docs[-2], real_docs[2]], max_length=48)

@@ -8,7 +8,8 @@ from collections import namedtuple
 import numpy as np
 import torch
 
-from uniret.training.device import plan_device, to_device
+from uniret.training import device as device_module
+from uniret.training.device import NATIVE_BF16_FLAGS, cpu_flags, plan_device, to_device
 from uniret.training.seeding import capture_rng_state, restore_rng_state, seed_everything
 
 
@@ -48,6 +49,32 @@ def test_bf16_autocast_when_configured_on_cpu():
         out = torch.ones(2, 2) @ torch.ones(2, 2)
     assert out.dtype == torch.bfloat16
     assert "bfloat16" in plan.describe()
+
+
+def _cpuinfo(tmp_path, flags: str):
+    path = tmp_path / "cpuinfo"
+    path.write_text(f"processor\t: 0\nmodel name\t: test\nflags\t\t: {flags}\n\nprocessor\t: 1\n")
+    return str(path)
+
+
+def test_native_bf16_is_read_from_the_cpu_flags(tmp_path):
+    def native(flags: str) -> bool:
+        return bool(NATIVE_BF16_FLAGS & cpu_flags(_cpuinfo(tmp_path, flags)))
+
+    assert cpu_flags(_cpuinfo(tmp_path, "fpu sse avx2")) == {"fpu", "sse", "avx2"}
+    assert native("fpu sse avx2 avx512f avx512_bf16 avx512_vnni")
+    assert native("fpu avx512f amx_bf16 amx_tile")
+    # AVX-512 alone (Skylake/Ice Lake) only converts bf16: no native arithmetic
+    assert not native("fpu sse avx2 avx512f avx512bw avx512_vnni")
+    assert cpu_flags(str(tmp_path / "missing")) == frozenset()  # not Linux, or unreadable: fp32
+
+
+def test_native_amp_autocasts_only_on_a_native_bf16_cpu(monkeypatch):
+    monkeypatch.setattr(device_module, "cpu_has_native_bf16", lambda: True)
+    assert plan_device("cpu", "native").autocast_dtype == torch.bfloat16
+    monkeypatch.setattr(device_module, "cpu_has_native_bf16", lambda: False)
+    plan = plan_device("cpu", "native")
+    assert plan.autocast_dtype is None and "off" in plan.describe()
 
 
 def test_auto_device_follows_cuda_availability():

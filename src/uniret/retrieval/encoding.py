@@ -7,6 +7,7 @@ searcher code runs in training-time mining, evaluation and serving.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -121,19 +122,27 @@ def load_encoded(folder: Path) -> EncodedTexts:
 class TorchTextEncoder:
     """A RetrievalEncoder plus its tokenizer, behind the TextEncoder interface."""
 
-    def __init__(self, model, tokenizer, batch_size: int, query_max_length: int, doc_max_length: int):
+    def __init__(self, model, tokenizer, batch_size: int, query_max_length: int, doc_max_length: int,
+                 amp: str = "off"):
+        from uniret.training.device import autocast_dtype
+
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.batch_size = batch_size
         self.max_length = {True: query_max_length, False: doc_max_length}
         self.device = next(model.parameters()).device
+        self.amp = amp  # training.device.autocast_dtype's setting: "off" encodes in fp32
+        self.autocast_dtype = autocast_dtype(amp, self.device)
 
     @torch.inference_mode()
     def _encode_batch(self, texts: Sequence[str], is_query: bool) -> EncodedTexts:
         enc = self.tokenizer(
             list(texts), padding=True, truncation=True, max_length=self.max_length[is_query], return_tensors="pt"
         )
-        out = self.model(enc["input_ids"].to(self.device), enc["attention_mask"].to(self.device), is_query=is_query)
+        dtype = self.autocast_dtype
+        with torch.autocast(self.device.type, dtype=dtype) if dtype is not None else contextlib.nullcontext():
+            out = self.model(enc["input_ids"].to(self.device), enc["attention_mask"].to(self.device),
+                             is_query=is_query)
         return EncodedTexts(
             dense=out.dense.float().cpu().numpy() if out.dense is not None else None,
             sparse=to_csr(out.sparse.float().cpu().numpy()) if out.sparse is not None else None,

@@ -57,6 +57,7 @@ class EncoderSpec:
     query_max_length: int
     doc_max_length: int
     tokenizer: str = ""
+    amp: str = "off"  # kind "torch": TorchTextEncoder's autocast setting
 
     def build(self, threads: int | None = None) -> TextEncoder:
         """The encoder, on the CPU, with `threads` intra-op threads (None: the library default)."""
@@ -74,7 +75,8 @@ class EncoderSpec:
         if threads:
             torch.set_num_threads(threads)
         model, tokenizer = load_model(self.path)
-        return TorchTextEncoder(model, tokenizer, self.batch_size, self.query_max_length, self.doc_max_length)
+        return TorchTextEncoder(model, tokenizer, self.batch_size, self.query_max_length, self.doc_max_length,
+                                amp=self.amp)
 
 
 def shard_plan(texts: Sequence[str], batch_size: int, num_shards: int) -> list[list[int]]:

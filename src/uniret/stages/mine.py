@@ -72,9 +72,11 @@ def _rank(ctx: StageContext, channel: str, model, tokenizer, checkpoint, docs, q
     cfg = model.model_config
     doc_length = training.mine.doc_max_length or cfg.doc_max_length
     encoder = TorchTextEncoder(model, tokenizer, ctx.params.section("encoding").batch_size,
-                               cfg.query_max_length, doc_length)
+                               cfg.query_max_length, doc_length, amp=training.mine.amp)
     docids, texts, corpus_path = docs
     key = model_key(model, checkpoint) + ("" if doc_length == cfg.doc_max_length else f"-len{doc_length}")
+    if encoder.autocast_dtype is not None:  # bf16 encodings are not the fp32 ones: their own cache entry
+        key += "-" + str(encoder.autocast_dtype).removeprefix("torch.")
     dist = ctx.params.section("distributed")
     doc_enc = cached_corpus_encoding(
         ctx.artifacts / ctx.params.section("encoding").cache_dir, key, corpus_path, docids,
@@ -104,7 +106,8 @@ def _shard_spec(checkpoint, encoder):
 
     if checkpoint is None or getattr(encoder.model, "model_config", None) != read_model_config(checkpoint):
         return None
-    return EncoderSpec("torch", str(checkpoint), encoder.batch_size, encoder.max_length[True], encoder.max_length[False])
+    return EncoderSpec("torch", str(checkpoint), encoder.batch_size, encoder.max_length[True], encoder.max_length[False],
+                       amp=encoder.amp)
 
 
 def run(ctx: StageContext) -> dict[str, Any]:

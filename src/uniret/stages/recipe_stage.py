@@ -136,8 +136,9 @@ def train_and_save(
         save_model(model, out / MODEL_DIR)
         shutil.copytree(work / "metrics", out / "metrics")
         summary = json.loads(result.summary.read_text(encoding="utf-8"))
-        metrics = {"steps": result.step, "train_seconds": summary.get("wall_seconds"), **summarize_logs(result.logs),
-                   **(extra or {})}
+        # `device` names the precision too: amp "native" resolves per machine (e.g. "cpu (amp: bfloat16)")
+        metrics = {"steps": result.step, "train_seconds": summary.get("wall_seconds"), "device": summary.get("device"),
+                   **summarize_logs(result.logs), **(extra or {})}
         manifest.update(recipe=recipe, skipped=False, metrics=metrics)
     shutil.rmtree(work, ignore_errors=True)  # checkpoints hold optimizer state: large, and done with
     log.info("stage %s (%s): %s", stage, recipe, metrics)

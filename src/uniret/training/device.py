@@ -1,8 +1,10 @@
-"""Device and mixed-precision choice: CUDA with bf16 autocast when present, plain fp32 on CPU."""
+"""Device and mixed-precision choice: CUDA with bf16 autocast when present, plain fp32 on CPU
+unless the CPU multiplies bf16 natively and the config asks for it (amp "native")."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,26 +30,56 @@ class DevicePlan:
         return f"{self.device} (amp: {amp})"
 
 
+# /proc/cpuinfo flags of CPUs whose vector units multiply bf16 (AVX512-BF16: Cooper Lake, Zen 4;
+# AMX: Sapphire Rapids). Without them oneDNN converts bf16 to fp32 and autocast only costs time.
+NATIVE_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+CPUINFO = "/proc/cpuinfo"
+
+
+def cpu_flags(cpuinfo: str = CPUINFO) -> frozenset[str]:
+    """The CPU feature flags /proc/cpuinfo lists (empty where it cannot be read: not Linux)."""
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("flags"):
+                    return frozenset(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+@functools.cache
+def cpu_has_native_bf16() -> bool:
+    """True when this CPU multiplies bf16 natively (see NATIVE_BF16_FLAGS); False where unknown."""
+    return bool(NATIVE_BF16_FLAGS & cpu_flags())
+
+
 def plan_device(device: str = "auto", amp: str = "auto") -> DevicePlan:
     """Pick the device ("auto": CUDA if available) and the autocast dtype.
 
     amp "auto" means bf16 on CUDA and none on CPU (CPU bf16 autocast is slow on most CPUs and
-    changes numerics, so it only happens when configured with amp "bf16").
+    changes numerics, so it only happens when configured); "native" means bf16 on CUDA and on a
+    CPU with native bf16 arithmetic (cpu_has_native_bf16), fp32 elsewhere; "bf16" always.
     """
     if device == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("device 'cuda' requested but CUDA is not available")
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     dev = torch.device(device)
+    return DevicePlan(device=dev, autocast_dtype=autocast_dtype(amp, dev))
+
+
+def autocast_dtype(amp: str, device: torch.device) -> torch.dtype | None:
+    """The autocast dtype an `amp` setting (plan_device) means on `device`; None: fp32."""
     if amp == "off":
-        dtype = None
-    elif amp == "bf16":
-        dtype = torch.bfloat16
-    elif amp == "auto":
-        dtype = torch.bfloat16 if dev.type == "cuda" else None
-    else:
-        raise ValueError(f"amp must be auto, bf16 or off, got {amp!r}")
-    return DevicePlan(device=dev, autocast_dtype=dtype)
+        return None
+    if amp == "bf16":
+        return torch.bfloat16
+    if amp == "auto":
+        return torch.bfloat16 if device.type == "cuda" else None
+    if amp == "native":
+        return torch.bfloat16 if device.type == "cuda" or cpu_has_native_bf16() else None
+    raise ValueError(f"amp must be auto, native, bf16 or off, got {amp!r}")
 
 
 def to_device(batch: Any, device: torch.device) -> Any:
