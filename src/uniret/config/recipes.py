@@ -16,7 +16,7 @@ from typing import Any, Literal
 from uniret.config.loader import build
 from uniret.config.models import ModelConfig
 from uniret.config.modes import EVAL_MODES
-from uniret.config.training import TrainConfig
+from uniret.config.training import Amp, TrainConfig
 
 TRAINING_STAGES = ("warmup", "mine", "reranker", "continual", "distill")
 
@@ -124,9 +124,9 @@ class MineConfig:
     # the corpus is encoded for mining with documents cut at this many tokens (None: the model's
     # doc_max_length): negatives need a good ranking, not the best one, and encoding dominates
     doc_max_length: int | None = None
-    # autocast of the mining pass (training.device.autocast_dtype): "native" encodes in bf16 where
-    # the CPU multiplies bf16 natively (about 2x faster here), "off" in fp32
-    amp: Literal["auto", "native", "bf16", "off"] = "off"
+    # autocast of the mining pass (config.training.Amp): "native" encodes in bf16 where the CPU
+    # multiplies bf16 natively (about 2x faster on 2 cores; dev README), "off" in fp32
+    amp: Amp = "off"
 
     def validate(self) -> None:
         if self.doc_max_length is not None and self.doc_max_length < 1:

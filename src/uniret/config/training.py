@@ -16,6 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+# Mixed precision (training.device.autocast_dtype): "auto": bf16 autocast on CUDA, none on CPU;
+# "native": bf16 on CUDA and on CPUs with native bf16 arithmetic (AVX512-BF16/AMX), else none;
+# "bf16": autocast everywhere; "off": never.
+Amp = Literal["auto", "native", "bf16", "off"]
+
 
 @dataclass(kw_only=True)
 class TrainConfig:
@@ -39,9 +44,7 @@ class TrainConfig:
     keep_checkpoints: int = 2  # the last K checkpoints are kept
     log_every: int = 10  # steps per metrics row (values are averaged over the window)
     seed: int
-    # "auto": bf16 autocast on CUDA, none on CPU; "native": bf16 on CUDA and on CPUs with native
-    # bf16 arithmetic (AVX512-BF16/AMX), else none; "bf16": autocast everywhere; "off": never.
-    amp: Literal["auto", "native", "bf16", "off"] = "auto"
+    amp: Amp = "auto"  # see Amp
     device: Literal["auto", "cpu", "cuda"] = "auto"
     num_threads: int | None = None  # torch intra-op threads; None leaves torch's default
     deterministic: bool = True  # deterministic kernels (bit-exact resume on CPU)
