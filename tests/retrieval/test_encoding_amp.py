@@ -18,6 +18,9 @@ def test_bf16_encoding_stays_close_to_fp32(unifier, shared_data):
     bf16 = TorchTextEncoder(model, tokenizer, 4, 32, 128, amp="bf16")
     off = TorchTextEncoder(model, tokenizer, 4, 32, 128, amp="off")
     assert fp32.autocast_dtype is None and off.autocast_dtype is None and bf16.autocast_dtype == torch.bfloat16
+    # corpus-cache keys: only what differs from the model's own fp32 encodings is named
+    assert fp32.variant_key() == "" and bf16.variant_key() == "-bfloat16"
+    assert TorchTextEncoder(model, tokenizer, 4, 32, 64, amp="bf16").variant_key() == "-len64-bfloat16"
     a, b = fp32.encode(texts, is_query=False), bf16.encode(texts, is_query=False)
     assert b.dense.dtype == np.float32 and b.dense.shape == a.dense.shape
     cos = (a.dense * b.dense).sum(1) / np.linalg.norm(a.dense, axis=1) / np.linalg.norm(b.dense, axis=1)

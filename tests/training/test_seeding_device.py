@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from uniret.training import device as device_module
-from uniret.training.device import NATIVE_BF16_FLAGS, cpu_flags, plan_device, to_device
+from uniret.training.device import cpu_flags, flags_have_native_bf16, plan_device, to_device
 from uniret.training.seeding import capture_rng_state, restore_rng_state, seed_everything
 
 
@@ -59,7 +59,7 @@ def _cpuinfo(tmp_path, flags: str):
 
 def test_native_bf16_is_read_from_the_cpu_flags(tmp_path):
     def native(flags: str) -> bool:
-        return bool(NATIVE_BF16_FLAGS & cpu_flags(_cpuinfo(tmp_path, flags)))
+        return flags_have_native_bf16(cpu_flags(_cpuinfo(tmp_path, flags)))
 
     assert cpu_flags(_cpuinfo(tmp_path, "fpu sse avx2")) == {"fpu", "sse", "avx2"}
     assert native("fpu sse avx2 avx512f avx512_bf16 avx512_vnni")

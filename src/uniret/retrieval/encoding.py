@@ -134,6 +134,17 @@ class TorchTextEncoder:
         self.amp = amp  # training.device.autocast_dtype's setting: "off" encodes in fp32
         self.autocast_dtype = autocast_dtype(amp, self.device)
 
+    def variant_key(self) -> str:
+        """What sets these encodings apart from the model's own (fp32, its document length), for a
+        corpus-cache key: "" when nothing does, else e.g. "-len128" and/or "-bfloat16"."""
+        cfg = getattr(self.model, "model_config", None)
+        key = ""
+        if cfg is not None and self.max_length[False] != cfg.doc_max_length:
+            key += f"-len{self.max_length[False]}"
+        if self.autocast_dtype is not None:
+            key += "-" + str(self.autocast_dtype).removeprefix("torch.")
+        return key
+
     @torch.inference_mode()
     def _encode_batch(self, texts: Sequence[str], is_query: bool) -> EncodedTexts:
         enc = self.tokenizer(

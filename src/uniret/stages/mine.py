@@ -74,9 +74,7 @@ def _rank(ctx: StageContext, channel: str, model, tokenizer, checkpoint, docs, q
     encoder = TorchTextEncoder(model, tokenizer, ctx.params.section("encoding").batch_size,
                                cfg.query_max_length, doc_length, amp=training.mine.amp)
     docids, texts, corpus_path = docs
-    key = model_key(model, checkpoint) + ("" if doc_length == cfg.doc_max_length else f"-len{doc_length}")
-    if encoder.autocast_dtype is not None:  # bf16 encodings are not the fp32 ones: their own cache entry
-        key += "-" + str(encoder.autocast_dtype).removeprefix("torch.")
+    key = model_key(model, checkpoint) + encoder.variant_key()  # shorter documents, bf16: their own entry
     dist = ctx.params.section("distributed")
     doc_enc = cached_corpus_encoding(
         ctx.artifacts / ctx.params.section("encoding").cache_dir, key, corpus_path, docids,

@@ -48,10 +48,15 @@ def cpu_flags(cpuinfo: str = CPUINFO) -> frozenset[str]:
     return frozenset()
 
 
+def flags_have_native_bf16(flags: frozenset[str]) -> bool:
+    """True when CPU feature `flags` include native bf16 arithmetic (NATIVE_BF16_FLAGS)."""
+    return bool(NATIVE_BF16_FLAGS & flags)
+
+
 @functools.cache
 def cpu_has_native_bf16() -> bool:
-    """True when this CPU multiplies bf16 natively (see NATIVE_BF16_FLAGS); False where unknown."""
-    return bool(NATIVE_BF16_FLAGS & cpu_flags())
+    """True when this CPU multiplies bf16 natively; False where unknown."""
+    return flags_have_native_bf16(cpu_flags())
 
 
 def plan_device(device: str = "auto", amp: str = "auto") -> DevicePlan:
