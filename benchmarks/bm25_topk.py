@@ -7,9 +7,12 @@ INDEX is a Lucene BM25 index (a bundle's bm25/ folder, or artifacts/bm25/indexes
 Each query is searched alone, as serving does:
 - `simple_searcher`: what the BM25 mode did before, Bm25Searcher.search({qid: text}, k)
   (Anserini SimpleSearcher.batch_search, one pyjnius object per hit);
-- `arrays`: Bm25ArraySearcher.search(text, k) plus building the {docid: score} dict.
-The two alternate query by query in every round, so load on the machine hits both alike; the
-result records the load average. Both return identical runs (checked here on every query too).
+- `arrays`: Bm25ArraySearcher.search(text, k) plus building the {docid: score} dict (with the
+  Java helpers: hits collected by score, ordered by uniret.IdOrder);
+- `arrays_sorted`: the same through Lucene's sorted collector (the path before IdOrder);
+- `arrays_anserini`: the same without the Java helpers (Anserini's ScoredDocs).
+The paths alternate query by query in every round, so load on the machine hits them alike; the
+result records the load average. All return identical runs (checked on the first 20 queries).
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ def main() -> int:
     items = list(queries.items())[: args.max_queries]
     start = time.time()
     with (Bm25Searcher(args.index, cfg) as old, Bm25ArraySearcher(args.index, cfg) as new,
+          Bm25ArraySearcher(args.index, cfg, by_score=False) as sorted_collector,
           Bm25ArraySearcher(args.index, cfg, use_helpers=False) as plain):
         def search_old(qid: str, text: str, k: int) -> dict[str, float]:
             return old.search({qid: text}, k, progress=False).get(qid, {})
@@ -62,7 +66,8 @@ def main() -> int:
             return search
 
         # arrays: uniret.TopDocsArrays when the Java helpers compiled; arrays_anserini: ScoredDocs
-        paths = {"simple_searcher": search_old, "arrays": arrays_of(new), "arrays_anserini": arrays_of(plain)}
+        paths = {"simple_searcher": search_old, "arrays": arrays_of(new), "arrays_sorted": arrays_of(sorted_collector),
+                 "arrays_anserini": arrays_of(plain)}
         result: dict = {"index": shown_path(args.index, Path.cwd()), "queries": len(items), "rounds": args.rounds,
                         "k1": cfg.k1, "b": cfg.b, "threads": cfg.threads,
                         "java_helpers": new.uses_helpers, "depths": {}}

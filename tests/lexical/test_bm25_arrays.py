@@ -11,12 +11,13 @@ import pytest
 from uniret.config.sections import Bm25Config
 from uniret.data.beir import BeirDataset, Document
 from uniret.lexical.bm25 import Bm25Searcher, index_documents
-from uniret.lexical.bm25_arrays import ID_FIELD, Bm25ArraySearcher
+from uniret.lexical.bm25_arrays import ID_FIELD, TIE_SLACK, Bm25ArraySearcher
 from uniret.lexical.jvm import helpers_loaded, java_class
 
 N_DOCS = 1200  # first SciFact documents: enough for full top-1000 lists
 N_DUPLICATED = 30  # documents indexed twice more under other ids: exact score ties
 N_QUERIES = 40
+N_TIED = 150  # > 20 + TIE_SLACK: the tie reaches past the hits collected by score
 
 
 @pytest.fixture(scope="module")
@@ -49,13 +50,16 @@ def queries(shared_data, corpus) -> dict[str, str]:
     return picked
 
 
-@pytest.fixture(scope="module", params=["java-helper", "anserini"])
+@pytest.fixture(scope="module", params=["java-helper", "java-helper-sorted", "anserini"])
 def searchers(request, index, cfg):
-    """Both hit-reading paths: uniret.TopDocsArrays (needs javac here) and Anserini's ScoredDocs."""
-    helper = request.param == "java-helper"
+    """Every hit-reading path: uniret.TopDocsArrays (needs javac here) over hits collected by score
+    and ordered by uniret.IdOrder, or from Lucene's sorted collector; and Anserini's ScoredDocs."""
+    helper = request.param.startswith("java-helper")
     if helper and not helpers_loaded():
         pytest.skip("uniret's Java helpers are not on the classpath (no javac on PATH)")
-    with Bm25Searcher(index, cfg) as reference, Bm25ArraySearcher(index, cfg, use_helpers=helper) as fast:
+    by_score = request.param == "java-helper"
+    with (Bm25Searcher(index, cfg) as reference,
+          Bm25ArraySearcher(index, cfg, use_helpers=helper, by_score=by_score) as fast):
         assert fast.uses_helpers == helper  # the path under test is the one taken
         yield reference, fast
 
@@ -105,3 +109,29 @@ def test_depth_zero_and_missing_index(searchers, tmp_path, cfg):
     assert ids.size == 0 and scores.size == 0
     with pytest.raises(FileNotFoundError, match="BM25 index not found"):
         Bm25ArraySearcher(tmp_path / "nope", cfg)
+
+
+def test_ties_past_the_hits_collected_by_score_fall_back_to_the_sorted_search(tmp_path, cfg):
+    """150 identical documents tie at every depth: when the hits collected by score (k + TIE_SLACK)
+    are all tied with the k-th, uniret.IdOrder cannot know the smallest ids and the sorted search
+    answers; when every match was collected it orders them itself. Both equal SimpleSearcher."""
+    if not helpers_loaded():
+        pytest.skip("uniret's Java helpers are not on the classpath (no javac on PATH)")
+    assert N_TIED > 20 + TIE_SLACK  # else k 20 would collect every match
+    docs = [Document(f"same-{i:03d}", "", "identical abstract about stem cells") for i in reversed(range(N_TIED))]
+    docs.append(Document("other", "", "stem cells"))
+    index = tmp_path / "ties"
+    index_documents(docs, index, cfg, total=len(docs))
+    with Bm25Searcher(index, cfg) as reference, Bm25ArraySearcher(index, cfg) as fast:
+        sorted_searches = []
+        top = fast._top
+        fast._top = lambda text, k: sorted_searches.append(k) or top(text, k)
+        for k in (5, 20, N_TIED + 1, N_TIED + 50):
+            want = reference.search({"q": "identical stem cells"}, k, progress=False)["q"]
+            ids, scores = fast.search("identical stem cells", k)
+            got = [(fast.docids[i], s) for i, s in zip(ids.tolist(), scores.tolist(), strict=True)]
+            assert got == list(want.items()), k
+        assert got[0][0] == "same-000" and got[-1][0] == "other"
+    # k 5 and 20 collect k + TIE_SLACK of the N_TIED + 1 matches, all tied with the k-th: sorted
+    # search; larger k collect every match: ordered by uniret.IdOrder, no sorted search
+    assert sorted_searches == [5, 20]

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from uniret.config.models import ScheduleConfig
+from uniret.config.models import LossTermConfig, ScheduleConfig
 from uniret.config.params import load_params
 from uniret.losses.compose import CompositeLoss, build_composite, needs
 from uniret.losses.contrastive import ContrastiveLoss
@@ -65,5 +65,13 @@ def test_every_recipe_stage_builds_from_params(repo_root, profile):
     assert needs(section.terms("led", "continual")) == {"lexical"}
     assert needs(section.terms("led", "distill")) == {"lexical", "reranker"}
     assert needs(section.terms("clear", "warmup")) == {"bm25"}
+    residual = LossTermConfig(loss="contrastive", bm25_residual=3.0)
+    assert needs({"c": residual}) == {"bm25"} and needs({"c": LossTermConfig(loss="contrastive")}) == set()
+    assert build_composite({"c": residual}).losses["c"].bm25_residual == 3.0
     agg = build_composite(section.terms("aggretriever", "warmup"))
     assert [agg.weight_at(n, 1) for n in ("contrastive", "contrastive_agg", "contrastive_cls")] == [1.0, 0.5, 0.5]
+
+
+def test_negative_bm25_residual_is_refused():
+    with pytest.raises(ValueError, match="bm25_residual must be >= 0"):
+        LossTermConfig(loss="contrastive", bm25_residual=-1.0).validate()

@@ -39,6 +39,34 @@ def test_contrastive_in_batch_and_temperature(two_query_batch):
     assert ContrastiveLoss("dense", 0.5, False)(two_query_batch()).item() == pytest.approx(expected_t, rel=1e-6)
 
 
+def test_contrastive_on_bm25_residual(two_query_batch):
+    # normalised BM25 over each group: q0 [1, 0] (BM25 already ranks its positive first),
+    # q1 [0, 1] (BM25 prefers the negative). lambda 2 adds [2, 0] / [0, 2] to the group logits:
+    # q0 [3, 0], q1 [0, 4]
+    bm25 = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    batch = two_query_batch(bm25_minmax=bm25)
+    expected = (math.log(1 + math.exp(-3)) + math.log(1 + math.exp(4))) / 2
+    got = ContrastiveLoss("dense", 1.0, False, bm25_residual=2.0)(batch)
+    assert got.item() == pytest.approx(expected, rel=1e-6)
+    # in-batch: the prior sits on each query's own group, other queries' documents get 0:
+    # q0 [1+2, 0, 0, 1], q1 [2, 0, 0, 2+2] with positives at columns 0 and 2
+    expected_ib = (-math.log(math.exp(3) / (math.exp(3) + 1 + 1 + math.e))
+                   - math.log(1 / (math.exp(2) + 1 + 1 + math.exp(4)))) / 2
+    got_ib = ContrastiveLoss("dense", 1.0, True, bm25_residual=2.0)(two_query_batch(bm25_minmax=bm25))
+    assert got_ib.item() == pytest.approx(expected_ib, rel=1e-6)
+    # lambda 0 is the plain loss, with or without BM25 in the batch
+    plain = ContrastiveLoss("dense", 1.0, True)(two_query_batch())
+    assert ContrastiveLoss("dense", 1.0, True, 0.0)(two_query_batch(bm25_minmax=bm25)).item() == plain.item()
+    # where BM25 already ranks the positive first (q0), the channel gets a smaller gradient
+    q_plain = two_query_batch()
+    ContrastiveLoss("dense", 1.0, False)(q_plain).backward()
+    q_res = two_query_batch(bm25_minmax=bm25)
+    ContrastiveLoss("dense", 1.0, False, 2.0)(q_res).backward()
+    assert abs(q_res.query.dense.grad[0, 0]) < abs(q_plain.query.dense.grad[0, 0])
+    with pytest.raises(ValueError, match="normalised BM25"):
+        ContrastiveLoss("dense", 1.0, False, 2.0)(two_query_batch())
+
+
 def test_flops_value(two_query_batch):
     # queries |w| column means: [(1+3)/2, 0, (2+0)/2] = [2, 0, 1] -> 4 + 0 + 1 = 5
     # docs column means: [2/4, (1+1+3)/4, 0] = [0.5, 1.25, 0] -> 0.25 + 1.5625 = 1.8125

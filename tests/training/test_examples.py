@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from uniret.data.negatives import NegativesRecord
 from uniret.training.examples import bm25_group_scores, build_examples
 
@@ -34,3 +36,15 @@ def test_bm25_group_scores_use_the_run_floor_for_unretrieved_docs():
     scores = bm25_group_scores({"q": {"d2": 7.0, "d3": 4.0}}, [example])
     assert scores.shape == (1, 3)
     assert scores[0, 0].item() == 4.0  # d1 (the positive) missing from the run: the lowest retrieved score
+
+
+def test_bm25_group_scores_minmax_over_the_run():
+    records = [NegativesRecord("q", "t", ["d1"], ["d2", "d3"]), NegativesRecord("flat", "t", ["d1"], ["d2"])]
+    examples = build_examples(records, 3, CORPUS, seed=0)
+    run = {"q": {"d9": 10.0, "d2": 7.0, "d3": 4.0}, "flat": {"d2": 3.0}}
+    scores = {e.query_id: dict(zip(e.doc_ids, row, strict=True))
+              for e, row in zip(examples, bm25_group_scores(run, examples, minmax=True).tolist(), strict=True)}
+    # q: the run spans [4, 10]; d1 is unretrieved (the floor, 0), d2 (7 - 4) / 6, d3 0
+    assert scores["q"] == pytest.approx({"d1": 0.0, "d2": 0.5, "d3": 0.0})
+    # a run whose scores are all equal: every document gets 1, as retrieval.fusion.minmax gives
+    assert set(scores["flat"].values()) == {1.0}

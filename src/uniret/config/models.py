@@ -133,6 +133,10 @@ class LossTermConfig:
     temperature: float = 1.0  # contrastive / agreement / distill_kl softmax temperature
     teacher_temperature: float | None = None  # distill_kl: the teacher's (null: same as temperature)
     in_batch: bool = True  # contrastive: other queries' documents are negatives too
+    # contrastive: train on BM25's residual (CLEAR's idea, as a softmax): the logits are
+    # s(q, d) / temperature + bm25_residual * BM25(q, d) min-max normalised over the query's BM25
+    # run, as the served fusion normalises it; 0 trains the channel alone
+    bm25_residual: float = 0.0
     # FLOPS regularizer weights of the query and document sides (multiplied by `weight`)
     query_weight: float = 1.0
     doc_weight: float = 1.0
@@ -151,6 +155,8 @@ class LossTermConfig:
             raise ValueError("query_weight and doc_weight must be >= 0")
         if self.xi < 0 or self.lambda_train < 0:
             raise ValueError("xi and lambda_train must be >= 0")
+        if self.bm25_residual < 0:
+            raise ValueError(f"bm25_residual must be >= 0, got {self.bm25_residual}")
 
 
 @dataclass

@@ -15,7 +15,9 @@ then reads the result's `int[] lucene_docids` and `float[] scores` in one JNI ca
 ScoredDocs.fromTopDocs also loads every hit's stored document (about 5 of the 6 ms of a top-1000
 search on SciFact): where uniret's Java helpers compiled (uniret.lexical.java_helpers),
 `uniret.TopDocsArrays` takes the TopDocs' ids and scores as arrays instead and applies the same
-tie adjustment in the same float arithmetic. tests/lexical/test_bm25_arrays.py checks ids, scores
+tie adjustment in the same float arithmetic. With the helpers, step 2 also runs without Lucene's
+sorted collector: `uniret.IdOrder` orders the top k + TIE_SLACK hits collected by score alone by
+(score, id), and the sorted search runs only when a tie with the k-th hit may reach past them. tests/lexical/test_bm25_arrays.py checks ids, scores
 and order of both paths against Bm25Searcher.
 
 Lucene doc ids are mapped to external doc ids through a table read once when the index is opened.
@@ -38,6 +40,11 @@ from uniret.lexical.jvm import helpers_loaded, java_cast, java_class
 # Anserini's field names (io.anserini.index.Constants): analysed text, stored external id
 CONTENTS_FIELD = "contents"
 ID_FIELD = "id"
+# hits collected beyond k when collecting by score alone, so that the documents tied with the k-th
+# are all in hand (else the sorted search decides). Lucene's one-byte length norms make tails of
+# equal scores: at top 1000, 16 left 45 of the five test sets' 971 queries to the sorted search,
+# 64 none (README, "BM25 top k without the sorted collector")
+TIE_SLACK = 64
 
 
 class Bm25ArraySearcher:
@@ -47,8 +54,11 @@ class Bm25ArraySearcher:
     Close it when done. Safe to call from several threads (Lucene's IndexSearcher is).
     """
 
-    def __init__(self, index_dir: str | os.PathLike, cfg: Bm25Config, use_helpers: bool = True):
-        """`use_helpers`: take uniret.TopDocsArrays when it is on the classpath (same results, faster)."""
+    def __init__(self, index_dir: str | os.PathLike, cfg: Bm25Config, use_helpers: bool = True,
+                 by_score: bool = True):
+        """`use_helpers`: take uniret.TopDocsArrays when it is on the classpath (same results, faster);
+        `by_score`: with them, collect hits by score and order them by uniret.IdOrder instead of
+        Lucene's sorted collector (same results, faster; False measures the difference)."""
         self.index_dir = Path(index_dir)
         if not self.index_dir.is_dir():
             raise FileNotFoundError(f"{self.index_dir}: BM25 index not found")
@@ -81,6 +91,7 @@ class Bm25ArraySearcher:
         self._arrays = java_class("uniret.TopDocsArrays") if use_helpers and helpers_loaded() else None
         self.cfg = cfg
         self.docids = self._read_docids()
+        self._order = self._id_order() if self._arrays is not None and by_score else None
 
     def _read_docids(self) -> list[str | None]:
         """External id per Lucene doc id, read in one Java call (a match-all search of every doc)."""
@@ -94,6 +105,17 @@ class Bm25ArraySearcher:
             table[lucene_id] = docid
         return table
 
+    def _id_order(self) -> Any:
+        """uniret.IdOrder over this index: each Lucene doc's rank in stored-id order. Python's str
+        order (code points) is the byte order of the ids' UTF-8, which Lucene's id sort uses."""
+        n = len(self.docids)
+        # deleted docs (None) last: they are never hits
+        order = sorted(range(n), key=lambda i: (self.docids[i] is None, self.docids[i] or ""))
+        rank = [0] * n
+        for r, doc in enumerate(order):
+            rank[doc] = r
+        return java_class("uniret.IdOrder")(rank, order)
+
     @property
     def uses_helpers(self) -> bool:
         """Whether hits are read through uniret.TopDocsArrays (else Anserini's ScoredDocs)."""
@@ -103,6 +125,16 @@ class Bm25ArraySearcher:
         """Lucene's TopDocs of the query's top k, ties broken by the stored id as Anserini does."""
         query = self._generator.buildQuery(CONTENTS_FIELD, self._analyzer, text)
         return self._searcher.search(query, k, self._sort, True)
+
+    def _by_score(self, text: str, k: int) -> Any:
+        """The top k as uniret.TopDocsArrays in Anserini's order, collected by score alone (no
+        sorted collector) plus TIE_SLACK more hits; None when a tie may have been cut off (or the
+        searcher was opened with by_score=False)."""
+        if self._order is None:
+            return None
+        query = self._generator.buildQuery(CONTENTS_FIELD, self._analyzer, text)
+        requested = k + TIE_SLACK
+        return self._order.top(self._searcher.search(query, requested), requested, k)
 
     def _hits(self, text: str, k: int) -> Any:
         """Anserini's ScoredDocs of the query's top k, scores tie-adjusted as SimpleSearcher does."""
@@ -114,7 +146,10 @@ class Bm25ArraySearcher:
         if k <= 0 or not self.docids:
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
         if self._arrays is not None:
-            hits = self._arrays(self._top(text, int(k))).adjustTies()
+            hits = self._by_score(text, int(k))
+            if hits is None:  # a tie may run past the hits collected by score: search sorted
+                hits = self._arrays(self._top(text, int(k)))
+            hits = hits.adjustTies()
             ids, scores = hits.docs, hits.scores
         else:
             hits = self._hits(text, int(k))

@@ -23,6 +23,7 @@ class LossInputs:
     teachers:       name -> [Q, G] scores of a teacher on each group ("reranker": the
                     cross-encoder; "lexical": LED's lexical teacher).
     bm25_scores:    [Q, G] BM25 scores of each group (CLEAR's residual margin).
+    bm25_minmax:    the same, min-max normalised over each query's BM25 run (residual contrastive).
     dense_parts:    named column ranges of the dense vector (Aggretriever: cls, agg).
     step:           the optimizer step (1-based), for weight schedules.
     """
@@ -32,6 +33,7 @@ class LossInputs:
     group_size: int
     teachers: dict[str, torch.Tensor] = field(default_factory=dict)
     bm25_scores: torch.Tensor | None = None
+    bm25_minmax: torch.Tensor | None = None
     dense_parts: dict[str, tuple[int, int]] = field(default_factory=dict)
     step: int = 1
     _cache: dict = field(default_factory=dict, repr=False)
@@ -118,6 +120,7 @@ def forward_inputs(
     step: int = 1,
     teachers: dict[str, torch.Tensor] | None = None,
     bm25_scores: torch.Tensor | None = None,
+    bm25_minmax: torch.Tensor | None = None,
 ) -> LossInputs:
     """Run `model` on tokenized queries and grouped documents (input_ids, attention_mask) -> LossInputs."""
     return LossInputs(
@@ -126,6 +129,7 @@ def forward_inputs(
         group_size=group_size,
         teachers=dict(teachers or {}),
         bm25_scores=bm25_scores,
+        bm25_minmax=bm25_minmax,
         dense_parts=dict(getattr(model, "dense_parts", {}) or {}),
         step=step,
     )

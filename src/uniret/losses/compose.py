@@ -68,7 +68,7 @@ class CompositeLoss(torch.nn.Module):
 def build_term(cfg: LossTermConfig) -> Loss:
     """The Loss object of one configured term."""
     if cfg.loss == "contrastive":
-        return ContrastiveLoss(cfg.channel, cfg.temperature, cfg.in_batch)
+        return ContrastiveLoss(cfg.channel, cfg.temperature, cfg.in_batch, cfg.bm25_residual)
     if cfg.loss == "flops":
         return FlopsLoss(cfg.query_weight, cfg.doc_weight)
     if cfg.loss == "agreement":
@@ -104,6 +104,6 @@ def needs(terms: Mapping[str, LossTermConfig]) -> set[str]:
     for cfg in terms.values():
         if cfg.loss in _DEFAULT_TEACHER:
             out.add(cfg.teacher or _DEFAULT_TEACHER[cfg.loss])
-        if cfg.loss == "clear_margin":
+        if cfg.loss == "clear_margin" or (cfg.loss == "contrastive" and cfg.bm25_residual > 0):
             out.add("bm25")
     return out

@@ -67,7 +67,8 @@ def _tokenize(tokenizer, texts: list[str], max_length: int) -> dict[str, torch.T
 
 
 class GroupCollator:
-    """Examples -> {"query", "docs": tokenized tensors, "group_size", texts, optional "bm25" [Q, G]}.
+    """Examples -> {"query", "docs": tokenized tensors, "group_size", texts, optional "bm25" and
+    "bm25_minmax" [Q, G]}.
 
     With `teacher_tokenizer`, the batch also holds "teacher_query"/"teacher_docs" tokenized for
     a frozen teacher whose tokenizer or lengths differ from the student's (LED).
@@ -103,20 +104,29 @@ class GroupCollator:
         }
         if self.bm25_run is not None:
             batch["bm25"] = bm25_group_scores(self.bm25_run, examples)
+            batch["bm25_minmax"] = bm25_group_scores(self.bm25_run, examples, minmax=True)
         if self.teacher_tokenizer is not None:
             batch["teacher_query"] = _tokenize(self.teacher_tokenizer, queries, self.teacher_lengths[0])
             batch["teacher_docs"] = _tokenize(self.teacher_tokenizer, doc_texts, self.teacher_lengths[1])
         return batch
 
 
-def bm25_group_scores(run: Run, examples: Sequence[TrainExample]) -> torch.Tensor:
+def bm25_group_scores(run: Run, examples: Sequence[TrainExample], minmax: bool = False) -> torch.Tensor:
     """[Q, G] BM25 scores of each example's group; a document outside the query's BM25 run gets
-    the run's lowest score (it ranked below everything BM25 returned), or 0 for an empty run."""
+    the run's lowest score (it ranked below everything BM25 returned), or 0 for an empty run.
+
+    `minmax`: each query's scores rescaled by its run's lowest and highest score to [0, 1], as
+    the served fusion (uniret.retrieval.fusion.minmax) rescales them; all 1 when they are equal.
+    """
     rows = []
     for e in examples:
         hits = run.get(e.query_id, {})
         floor = min(hits.values()) if hits else 0.0
-        rows.append([hits.get(d, floor) for d in e.doc_ids])
+        row = [hits.get(d, floor) for d in e.doc_ids]
+        if minmax:
+            top = max(hits.values()) if hits else 0.0
+            row = [1.0 if top == floor else (s - floor) / (top - floor) for s in row]
+        rows.append(row)
     return torch.tensor(rows, dtype=torch.float32)
 
 

@@ -80,13 +80,14 @@ def make_compute_loss(loss: CompositeLoss, teachers: Mapping[str, TeacherFn] | N
             scores = {name: gather_detached(fn(batch).to(device)) for name, fn in teachers.items()}
         query, docs = gather_encoded(query), gather_encoded(docs)
         inner = getattr(model, "module", model)  # DDP wraps the model: its attributes live on .module
-        bm25 = batch.get("bm25")
+        bm25, bm25_minmax = batch.get("bm25"), batch.get("bm25_minmax")
         inputs = LossInputs(
             query=query,
             docs=docs,
             group_size=batch["group_size"],
             teachers=scores,
             bm25_scores=gather_detached(bm25.to(device)) if bm25 is not None else None,
+            bm25_minmax=gather_detached(bm25_minmax.to(device)) if bm25_minmax is not None else None,
             dense_parts=getattr(inner, "dense_parts", {}),
             step=step,
         )

@@ -17,6 +17,12 @@ public final class TopDocsArrays {
     /** Scores, in the same order. */
     public final float[] scores;
 
+    /** Hits already read into arrays (IdOrder's reordering). */
+    TopDocsArrays(int[] docs, float[] scores) {
+        this.docs = docs;
+        this.scores = scores;
+    }
+
     public TopDocsArrays(TopDocs top) {
         ScoreDoc[] hits = top.scoreDocs;
         docs = new int[hits.length];
