@@ -17,8 +17,8 @@ search on SciFact): where uniret's Java helpers compiled (uniret.lexical.java_he
 `uniret.TopDocsArrays` takes the TopDocs' ids and scores as arrays instead and applies the same
 tie adjustment in the same float arithmetic. With the helpers, step 2 also runs without Lucene's
 sorted collector: `uniret.IdOrder` orders the top k + TIE_SLACK hits collected by score alone by
-(score, id), and the sorted search runs only when a tie with the k-th hit may reach past them. tests/lexical/test_bm25_arrays.py checks ids, scores
-and order of both paths against Bm25Searcher.
+(score, id), and the sorted search runs only when a tie with the k-th hit may reach past them.
+tests/lexical/test_bm25_arrays.py checks ids, scores and order of every path against Bm25Searcher.
 
 Lucene doc ids are mapped to external doc ids through a table read once when the index is opened.
 That is sound because a Lucene doc id is stable for one open reader of an unchanging index: the
