@@ -4,6 +4,7 @@
     python benchmarks/dev_levers.py query-tower --artifacts artifacts --registry registry --layers 3 2
     python benchmarks/dev_levers.py wise-checkpoint --checkpoint artifacts/continual/model --alpha 0.75 \
         --model-out DIR/continual/model
+    python benchmarks/dev_levers.py prf --artifacts artifacts --registry registry
 
 - fusion-norm: the served fusion's score normalisation. Per query, each signal's top 1000 (lexical,
   dense, BM25) is normalised by min-max (served), z-score, theoretical min-max (Bruch et al. 2023:
@@ -19,6 +20,12 @@
   with its pretrained start, alpha x trained + (1 - alpha) x pretrained, written as a checkpoint
   folder (`--model-out DIR/continual/model`) for `uniret index --artifacts DIR` to index and score
   on dev (DIR holding links to the demo's validate, bm25, mine and warmup folders).
+
+- prf: pseudo-relevance feedback (Rocchio) on the served fusion: each query's dense and/or lexicon
+  vector moves toward the mean of the fused top-k documents' vectors (the lexicon's feedback kept
+  to its top `terms` entries and scaled to the query's own mass), both heads search again, and the
+  fusion is scored with the bundle's weights. Exact float products over the whole corpus, also for
+  the no-feedback row it is compared with.
 
 Inputs: a `make demo` artifacts folder (bm25 stage: dev qrels and BM25 dev runs; the index
 stage's encoding cache) and its bundle. Results: benchmarks/results/dev_levers.json, one key per
@@ -38,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 from uniret.config import load_params
 from uniret.core.runs import Run, ranked, read_run
@@ -48,6 +56,7 @@ from uniret.evaluation.metrics import evaluate_run
 from uniret.retrieval.base import encode_queries
 from uniret.retrieval.bundle import ONNX_DIR, fusion_weights_of, open_bundle
 from uniret.retrieval.corpus_cache import cached_corpus_encoding
+from uniret.retrieval.encoding import EncodedTexts
 from uniret.retrieval.modes import build_searchers, memory_corpus_index
 from uniret.serving.source import BundleSource
 from uniret.stages.bm25 import DEV_QRELS, DEV_RUNS, TRAIN_RUN
@@ -72,6 +81,8 @@ class DevSet:
     docids: list[str]
     dense: np.ndarray  # the corpus's dense vectors (the bundle's encodings)
     runs: dict[str, Run]
+    sparse: sp.csr_matrix | None = None  # the corpus's lexicon vectors
+    query_vectors: EncodedTexts | None = None  # the queries' encodings, in `queries` order
 
 
 def dev_sets(artifacts: Path, data_root: Path, params, bundle) -> list[DevSet]:
@@ -100,7 +111,7 @@ def dev_sets(artifacts: Path, data_root: Path, params, bundle) -> list[DevSet]:
         batch = encode_queries(queries, bundle.encoder)
         runs = {m: searchers[m].search_batch(batch, DEPTH) for m in ("lexical", "dense")}
         runs["bm25"] = {q: dict(ranked(bm25.get(q, {}), DEPTH)) for q in queries}
-        out.append(DevSet(f"{ds.name}/dev", qrels, queries, docids, encoded.dense, runs))
+        out.append(DevSet(f"{ds.name}/dev", qrels, queries, docids, encoded.dense, runs, encoded.sparse, batch.encoded))
     return out
 
 
@@ -269,6 +280,64 @@ def query_tower(sets: list[DevSet], bundle, checkpoint: Path, texts: list[str], 
     return out
 
 
+PRF_SETTINGS = [(k, beta_dense, beta_lex, terms) for k in (3, 5, 10)
+                for beta_dense, beta_lex in ((0.5, 0.0), (1.0, 0.0), (0.0, 1.0), (1.0, 1.0))
+                for terms in ((0,) if beta_lex == 0 else (50, 200))]
+
+
+def _top_rows(scores: np.ndarray, k: int) -> np.ndarray:
+    k = min(k, len(scores))
+    rows = np.argpartition(-scores, k - 1)[:k]
+    return rows[np.argsort(-scores[rows], kind="stable")]
+
+
+def feedback_runs(ds: DevSet, weights, k: int, beta_dense: float, beta_lex: float, terms: int) -> dict[str, Run]:
+    """Lexical and dense runs (top DEPTH, exact float products) after Rocchio feedback from the top k
+    of the served fusion (`weights` over SIGNALS); beta 0 leaves a head's query as it is."""
+    fused = _matrices("minmax", ds, {})
+    row = {d: i for i, d in enumerate(ds.docids)}
+    q_dense, q_sparse = ds.query_vectors.dense, ds.query_vectors.sparse.tocsr()
+    out: dict[str, Run] = {"lexical": {}, "dense": {}}
+    for i, qid in enumerate(ds.queries):
+        cands, matrix = fused.get(qid, ([], None))
+        top = [row[cands[j]] for j in _top_rows(np.asarray(weights) @ matrix, k)] if cands else []
+        dense_q, lex_q = q_dense[i].astype(np.float64), q_sparse[i].toarray().ravel().astype(np.float64)
+        if top and beta_dense:
+            moved = dense_q + beta_dense * ds.dense[top].mean(axis=0)
+            dense_q = moved * (np.linalg.norm(dense_q) / max(np.linalg.norm(moved), 1e-12))
+        if top and beta_lex:
+            fb = np.asarray(ds.sparse[top].mean(axis=0)).ravel()
+            if terms:
+                fb[np.argsort(-fb)[terms:]] = 0.0
+            lex_q = lex_q + beta_lex * fb * (lex_q.sum() / max(fb.sum(), 1e-12))
+        for name, scores in (("dense", ds.dense @ dense_q), ("lexical", ds.sparse @ lex_q)):
+            top_rows = _top_rows(scores, DEPTH)
+            out[name][qid] = {ds.docids[j]: float(scores[j]) for j in top_rows}
+    return out
+
+
+def prf(sets: list[DevSet], weights, settings=PRF_SETTINGS) -> dict:
+    """Dev nDCG@10 of the served fusion (the bundle's weights) without and with each feedback setting."""
+    def score(k, beta_dense, beta_lex, terms) -> dict:
+        per_set = {}
+        for ds in sets:
+            runs = dict(ds.runs, **feedback_runs(ds, weights, k, beta_dense, beta_lex, terms))
+            fed = DevSet(ds.name, ds.qrels, ds.queries, ds.docids, ds.dense, runs)
+            per_set[ds.name] = round(_fused_ndcg(_matrices("minmax", fed, {}), ds.qrels, weights), 5)
+        return {"dev_" + METRIC: round(float(np.mean(list(per_set.values()))), 5), "per_set": per_set}
+
+    out = {"weights": dict(zip(SIGNALS, weights, strict=True)), "no_feedback": score(1, 0.0, 0.0, 0), "settings": []}
+    log.info("no feedback: %s", out["no_feedback"])
+    for k, beta_dense, beta_lex, terms in settings:
+        row = {"k": k, "beta_dense": beta_dense, "beta_lex": beta_lex, "terms": terms, **score(k, beta_dense, beta_lex, terms)}
+        log.info("%s", row)
+        out["settings"].append(row)
+    best = max(out["settings"], key=lambda r: r["dev_" + METRIC])
+    out["best"] = best
+    out["best_gain"] = round(best["dev_" + METRIC] - out["no_feedback"]["dev_" + METRIC], 5)
+    return out
+
+
 def wise_checkpoint(checkpoint: Path, alpha: float, out: Path) -> dict:
     """Write alpha x the checkpoint's weights + (1 - alpha) x its pretrained start's to `out`."""
     from uniret.models.factory import build_model, load_model, save_model
@@ -286,7 +355,7 @@ def wise_checkpoint(checkpoint: Path, alpha: float, out: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("lever", choices=["fusion-norm", "query-tower", "wise-checkpoint"])
+    parser.add_argument("lever", choices=["fusion-norm", "query-tower", "wise-checkpoint", "prf"])
     parser.add_argument("--artifacts", type=Path, default=Path("artifacts"))
     parser.add_argument("--registry", type=Path, default=Path("registry"), help="its production bundle is measured")
     parser.add_argument("--bundle", type=Path, default=None, help="a bundle folder instead of the registry's")
@@ -319,7 +388,12 @@ def main(argv: list[str] | None = None) -> int:
         args.bundle = found[0]
     bundle = open_bundle(args.bundle)
     sets = dev_sets(args.artifacts, args.data, params, bundle)
-    if args.lever == "fusion-norm":
+    if args.lever == "prf":
+        weights = fusion_weights_of(bundle.manifest).get("hybrid_bm25")
+        if weights is None:
+            raise SystemExit(f"{bundle.path}: the bundle has no learned hybrid_bm25 weights")
+        result = prf(sets, weights)
+    elif args.lever == "fusion-norm":
         result = fusion_norm(sets, params.section("index").fusion.grid_step, bundle.manifest["model"]["config"]["query_scale"])
     else:
         checkpoint = args.checkpoint or Path(bundle.manifest["model"]["checkpoint"])

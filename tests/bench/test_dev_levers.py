@@ -77,3 +77,44 @@ def test_wise_checkpoint_interpolates_trained_and_pretrained_weights(levers, tmp
                 assert torch.allclose(value, pretrained[name] + alpha, atol=1e-6), (alpha, name)
     with pytest.raises(SystemExit, match="alpha must be in"):
         levers.wise_checkpoint(tmp_path / "trained", 1.5, tmp_path / "bad")
+
+
+def _prf_set(levers):
+    import scipy.sparse as sp
+
+    from uniret.retrieval.encoding import EncodedTexts
+
+    dense = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]], dtype=np.float32)
+    sparse = sp.csr_matrix(np.array([[1.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 1.0, 1.0]], dtype=np.float32))
+    query = EncodedTexts(dense=np.array([[1.0, 0.0]], dtype=np.float32),
+                         sparse=sp.csr_matrix(np.array([[1.0, 0.0, 0.0]], dtype=np.float32)))
+    runs = {"lexical": {"q": {"a": 1.0}}, "dense": {"q": {"a": 1.0, "c": 0.6, "b": 0.0}},
+            "bm25": {"q": {"c": 3.0, "a": 2.0, "b": 1.0}}}
+    return levers.DevSet("toy/dev", {"q": {"b": 1}}, {"q": "x"}, ["a", "b", "c"], dense, runs, sparse, query)
+
+
+def test_feedback_moves_each_head_toward_the_fused_top_documents(levers):
+    ds = _prf_set(levers)
+    bm25_only = (0.0, 0.0, 1.0)  # the fused top 1 is c
+    plain = levers.feedback_runs(ds, bm25_only, 1, 0.0, 0.0, 0)
+    assert plain["dense"]["q"] == pytest.approx({"a": 1.0, "b": 0.0, "c": 0.6})
+    assert plain["lexical"]["q"] == pytest.approx({"a": 1.0, "b": 0.0, "c": 0.0})
+    fed = levers.feedback_runs(ds, bm25_only, 1, 0.5, 1.0, 1)
+    # dense: q + 0.5 c = (1.3, 0.4), rescaled to |q| = 1; b now scores 0.4 / |(1.3, 0.4)|
+    norm = np.hypot(1.3, 0.4)
+    assert fed["dense"]["q"] == pytest.approx({"a": 1.3 / norm, "b": 0.4 / norm, "c": (0.78 + 0.32) / norm})
+    # lexicon: c's feedback (0, 1, 1) kept to its top term (entry 1), scaled to the query's mass 1
+    assert fed["lexical"]["q"] == pytest.approx({"b": 2.0, "a": 1.0, "c": 1.0})
+    assert list(fed["lexical"]["q"])[0] == "b"  # the judged document rises to the top
+
+
+def test_prf_reports_each_setting_against_no_feedback(levers):
+    # served weights: half dense, half BM25. Without feedback: dense a 1, c 0.6, b 0 and BM25 c 1,
+    # a 0.5, b 0 (min-max) fuse to c 0.8, a 0.75, b 0: the judged b is third, nDCG@10 1 / log2(4)
+    settings = [(1, 0.5, 0.0, 0), (1, 0.0, 1.0, 1)]
+    out = levers.prf([_prf_set(levers)], (0.0, 0.5, 0.5), settings=settings)
+    assert out["no_feedback"]["dev_ndcg@10"] == pytest.approx(0.5)
+    assert [(r["k"], r["beta_dense"], r["beta_lex"], r["terms"]) for r in out["settings"]] == settings
+    # dense feedback from c lifts b to 0.29 but not past a and c; the lexicon has weight 0 here
+    assert [r["dev_ndcg@10"] for r in out["settings"]] == pytest.approx([0.5, 0.5])
+    assert out["best_gain"] == pytest.approx(0.0)
