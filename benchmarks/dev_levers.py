@@ -58,6 +58,7 @@ from uniret.retrieval.bundle import ONNX_DIR, fusion_weights_of, open_bundle
 from uniret.retrieval.corpus_cache import cached_corpus_encoding
 from uniret.retrieval.encoding import EncodedTexts
 from uniret.retrieval.modes import build_searchers, memory_corpus_index
+from uniret.retrieval.ranking import hits_dict, tie_ranks, top_k_ranked
 from uniret.serving.source import BundleSource
 from uniret.stages.bm25 import DEV_QRELS, DEV_RUNS, TRAIN_RUN
 from uniret.utils.files import atomic_write_json, shown_path
@@ -285,22 +286,31 @@ PRF_SETTINGS = [(k, beta_dense, beta_lex, terms) for k in (3, 5, 10)
                 for terms in ((0,) if beta_lex == 0 else (50, 200))]
 
 
-def _top_rows(scores: np.ndarray, k: int) -> np.ndarray:
-    k = min(k, len(scores))
-    rows = np.argpartition(-scores, k - 1)[:k]
-    return rows[np.argsort(-scores[rows], kind="stable")]
+FEEDBACK_POOL = max(k for k, *_ in PRF_SETTINGS)  # fused top documents kept per query for feedback
 
 
-def feedback_runs(ds: DevSet, weights, k: int, beta_dense: float, beta_lex: float, terms: int) -> dict[str, Run]:
-    """Lexical and dense runs (top DEPTH, exact float products) after Rocchio feedback from the top k
-    of the served fusion (`weights` over SIGNALS); beta 0 leaves a head's query as it is."""
-    fused = _matrices("minmax", ds, {})
+def fused_top_rows(ds: DevSet, weights, k: int = FEEDBACK_POOL) -> dict[str, list[int]]:
+    """Per judged query: the corpus rows of the served fusion's top k (`weights` over SIGNALS),
+    best first, ties by doc id as retrieval.ranking breaks them. Computed once per dev set: every
+    feedback setting starts from the same fused ranking."""
     row = {d: i for i, d in enumerate(ds.docids)}
+    out = {}
+    for qid, (cands, matrix) in _matrices("minmax", ds, {}).items():
+        # candidates come sorted by doc id, so their positions are the doc id tie order
+        top = top_k_ranked(np.asarray(weights) @ matrix, k, np.arange(len(cands))) if cands else []
+        out[qid] = [row[cands[j]] for j in top]
+    return out
+
+
+def feedback_runs(ds: DevSet, fused_top: dict[str, list[int]], k: int, beta_dense: float, beta_lex: float,
+                  terms: int) -> dict[str, Run]:
+    """Lexical and dense runs (top DEPTH, exact float products) after Rocchio feedback from each
+    query's first k rows of `fused_top` (fused_top_rows); beta 0 leaves a head's query as it is."""
+    ties = tie_ranks(ds.docids)
     q_dense, q_sparse = ds.query_vectors.dense, ds.query_vectors.sparse.tocsr()
     out: dict[str, Run] = {"lexical": {}, "dense": {}}
     for i, qid in enumerate(ds.queries):
-        cands, matrix = fused.get(qid, ([], None))
-        top = [row[cands[j]] for j in _top_rows(np.asarray(weights) @ matrix, k)] if cands else []
+        top = fused_top.get(qid, [])[:k]
         dense_q, lex_q = q_dense[i].astype(np.float64), q_sparse[i].toarray().ravel().astype(np.float64)
         if top and beta_dense:
             moved = dense_q + beta_dense * ds.dense[top].mean(axis=0)
@@ -311,17 +321,19 @@ def feedback_runs(ds: DevSet, weights, k: int, beta_dense: float, beta_lex: floa
                 fb[np.argsort(-fb)[terms:]] = 0.0
             lex_q = lex_q + beta_lex * fb * (lex_q.sum() / max(fb.sum(), 1e-12))
         for name, scores in (("dense", ds.dense @ dense_q), ("lexical", ds.sparse @ lex_q)):
-            top_rows = _top_rows(scores, DEPTH)
-            out[name][qid] = {ds.docids[j]: float(scores[j]) for j in top_rows}
+            rows = top_k_ranked(scores, DEPTH, ties)
+            out[name][qid] = hits_dict(ds.docids, rows, scores[rows])
     return out
 
 
 def prf(sets: list[DevSet], weights, settings=PRF_SETTINGS) -> dict:
     """Dev nDCG@10 of the served fusion (the bundle's weights) without and with each feedback setting."""
+    fused_top = {ds.name: fused_top_rows(ds, weights) for ds in sets}
+
     def score(k, beta_dense, beta_lex, terms) -> dict:
         per_set = {}
         for ds in sets:
-            runs = dict(ds.runs, **feedback_runs(ds, weights, k, beta_dense, beta_lex, terms))
+            runs = dict(ds.runs, **feedback_runs(ds, fused_top[ds.name], k, beta_dense, beta_lex, terms))
             fed = DevSet(ds.name, ds.qrels, ds.queries, ds.docids, ds.dense, runs)
             per_set[ds.name] = round(_fused_ndcg(_matrices("minmax", fed, {}), ds.qrels, weights), 5)
         return {"dev_" + METRIC: round(float(np.mean(list(per_set.values()))), 5), "per_set": per_set}

@@ -96,10 +96,12 @@ def _prf_set(levers):
 def test_feedback_moves_each_head_toward_the_fused_top_documents(levers):
     ds = _prf_set(levers)
     bm25_only = (0.0, 0.0, 1.0)  # the fused top 1 is c
-    plain = levers.feedback_runs(ds, bm25_only, 1, 0.0, 0.0, 0)
+    fused_top = levers.fused_top_rows(ds, bm25_only)
+    assert fused_top == {"q": [2, 0, 1]}  # c, a, b
+    plain = levers.feedback_runs(ds, fused_top, 1, 0.0, 0.0, 0)
     assert plain["dense"]["q"] == pytest.approx({"a": 1.0, "b": 0.0, "c": 0.6})
     assert plain["lexical"]["q"] == pytest.approx({"a": 1.0, "b": 0.0, "c": 0.0})
-    fed = levers.feedback_runs(ds, bm25_only, 1, 0.5, 1.0, 1)
+    fed = levers.feedback_runs(ds, fused_top, 1, 0.5, 1.0, 1)
     # dense: q + 0.5 c = (1.3, 0.4), rescaled to |q| = 1; b now scores 0.4 / |(1.3, 0.4)|
     norm = np.hypot(1.3, 0.4)
     assert fed["dense"]["q"] == pytest.approx({"a": 1.3 / norm, "b": 0.4 / norm, "c": (0.78 + 0.32) / norm})
