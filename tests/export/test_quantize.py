@@ -91,3 +91,75 @@ def test_int8_document_graph_below_its_bounds_or_disabled_is_not_written(onnx_di
     assert off == {"enabled": False, "used": False, "reason": "disabled (index.export.quantize_docs.enabled)"}
     assert sorted(p.name for p in onnx_dir.iterdir()) == before
     assert _encoder(onnx_dir, tiny_bundle).doc_file == DOC_FILE
+
+
+class _Counting:
+    """An encoder that records every text it is asked to encode."""
+
+    def __init__(self, inner):
+        self.inner, self.seen = inner, []
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def encode(self, texts, is_query):
+        self.seen += [(is_query, t) for t in texts]
+        return self.inner.encode(texts, is_query)
+
+
+def test_remembering_encoder_encodes_each_text_once_in_any_order(onnx_dir, tiny_bundle):
+    from uniret.export.parity import RememberingEncoder
+
+    fp32 = _encoder(onnx_dir, tiny_bundle)
+    counting = _Counting(fp32)
+    memo = RememberingEncoder(counting)
+    assert memo.docs_per_s is None and memo.batch_size == fp32.batch_size  # other attributes: the inner's
+    first = memo.encode(DOCS[:3], False)
+    again = memo.encode([DOCS[2], DOCS[0], DOCS[3], DOCS[0]], False)  # repeats, a new text, a duplicate
+    queries = memo.encode(DOCS[:1], True)  # the same text as a query is another encoding
+    assert counting.seen == [(False, d) for d in DOCS[:4]] + [(True, DOCS[0])]
+    direct = fp32.encode([DOCS[2], DOCS[0], DOCS[3], DOCS[0]], False)
+    assert np.allclose(again.dense, direct.dense, atol=1e-5)
+    assert row_cosines(again.sparse, direct.sparse).min() > 0.99999
+    assert np.array_equal(again.dense[1], first.dense[0]) and np.array_equal(again.dense[3], first.dense[0])
+    assert len(queries) == 1 and memo.docs_per_s > 0
+
+
+def test_int8_checks_with_a_remembering_reference_encode_nothing_twice(onnx_dir, tiny_bundle):
+    """Parity, then the int8 query and document checks: the fp32 graph encodes each text once, each
+    int8 graph only its own side, and the figures keep a real fp32 documents/s."""
+    from uniret.config.retrieval import DocQuantizeConfig
+    from uniret.export.parity import RememberingEncoder, measure_parity
+    from uniret.export.quantize import quantize_doc_encoder
+
+    counting = _Counting(_encoder(onnx_dir, tiny_bundle))
+    reference = RememberingEncoder(counting)
+    measure_parity(_encoder(onnx_dir, tiny_bundle), reference, QUERIES, DOCS)  # the export parity check
+    seen = list(counting.seen)
+    q8 = quantize_query_encoder(onnx_dir, reference, QUERIES, DOCS, QuantizeConfig(min_cosine=0.0, docs=3),
+                                ParityConfig(min_top10_overlap=0.0))
+    d8 = quantize_doc_encoder(onnx_dir, reference, QUERIES, DOCS,
+                              DocQuantizeConfig(enabled=True, min_cosine=0.0, min_top10_overlap=0.0, docs=3))
+    assert q8["used"] and d8["used"]
+    assert counting.seen == seen  # both checks answered from the parity pass
+    assert d8["parity"]["fp32_docs_per_s"] == reference.docs_per_s > 0
+    assert d8["parity"]["doc_sparse_min_cosine"] < 1.0  # the int8 graph really encoded the documents
+
+
+def test_exported_graphs_have_eager_attention_and_an_int8_vocabulary_gemm(onnx_dir, tiny_bundle):
+    import onnx
+
+    from uniret.config.retrieval import DocQuantizeConfig
+    from uniret.export.quantize import quantize_doc_encoder
+    from uniret.retrieval.onnx_encoder import DOC_FILE, DOC_INT8_FILE
+
+    fp32 = onnx.load(str(onnx_dir / DOC_FILE))
+    assert not [n for n in fp32.graph.node if n.op_type == "IsNaN"]  # traced SDPA wraps softmax in Where(IsNaN)
+    vocab = len(AutoTokenizer.from_pretrained(tiny_bundle / "tokenizer"))
+    quantize_doc_encoder(onnx_dir, _encoder(onnx_dir, tiny_bundle), QUERIES, DOCS,
+                         DocQuantizeConfig(enabled=True, min_cosine=0.0, min_top10_overlap=0.0, docs=3))
+    int8 = onnx.load(str(onnx_dir / DOC_INT8_FILE))
+    weights = {i.name: (tuple(i.dims), i.data_type) for i in int8.graph.initializer}
+    vocab_weights = [weights[x] for n in int8.graph.node if "MatMul" in n.op_type for x in n.input
+                     if x in weights and vocab in weights[x][0]]
+    assert vocab_weights and all(dtype == onnx.TensorProto.INT8 for _, dtype in vocab_weights)

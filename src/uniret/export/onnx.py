@@ -8,6 +8,7 @@ Batch and sequence axes are dynamic.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +18,8 @@ import torch
 from torch import nn
 
 from uniret.config.retrieval import ExportConfig
+from uniret.models.backbones import eager_attention
+from uniret.models.pooling import quantizable_vocab_projection
 from uniret.retrieval.onnx_encoder import DOC_FILE, INPUTS, QUERY_FILE
 
 log = logging.getLogger("uniret.export")
@@ -67,6 +70,17 @@ def export_encoder(
     outputs = produced_outputs(model, tokenizer, is_query, max_length)
     graph = EncoderGraph(model, is_query, outputs).eval()
     log.info("exporting %s encoder -> %s (outputs %s, dynamo=%s)", "query" if is_query else "doc", path, outputs, cfg.dynamo)
+    with contextlib.ExitStack() as form:
+        # the graph's form, not its function: eager attention (no per-layer Where/IsNaN over the
+        # softmax) and a vocabulary GEMM the int8 quantiser reaches; same outputs (parity checks)
+        form.enter_context(eager_attention(model))
+        form.enter_context(quantizable_vocab_projection(model))
+        _export(graph, tokenizer, path, outputs, cfg, max_length)
+    onnx.checker.check_model(str(path))
+    return outputs
+
+
+def _export(graph: EncoderGraph, tokenizer, path: Path, outputs: list[str], cfg: ExportConfig, max_length: int) -> None:
     if cfg.dynamo:
         batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq")
         dynamic = {"dynamic_shapes": {name: {0: batch, 1: seq} for name in INPUTS}}
@@ -84,8 +98,6 @@ def export_encoder(
         external_data=False,  # one self-contained file per encoder (models here are far below 2 GB)
         **dynamic,
     )
-    onnx.checker.check_model(str(path))
-    return outputs
 
 
 def export_encoders(model: nn.Module, tokenizer, out_dir: str | Path, cfg: ExportConfig, query_max_length: int,

@@ -10,10 +10,19 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
-from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokenizer, PreTrainedModel
+from transformers import (
+    AutoConfig,
+    AutoModel,
+    AutoModelForMaskedLM,
+    AutoTokenizer,
+    PretrainedConfig,
+    PreTrainedModel,
+)
 from transformers.masking_utils import create_bidirectional_mask
 
 from uniret.config.loader import ConfigError
@@ -91,6 +100,27 @@ def load_backbone(
         raise BackboneError(f"backbone {name!r} ({where}): cannot load {cls.__name__} offline: {exc}") from exc
     log.debug("loaded %s from %s (pretrained=%s)", type(model).__name__, where, pretrained)
     return model
+
+
+@contextmanager
+def eager_attention(model: torch.nn.Module) -> Iterator[None]:
+    """While active, every transformers layer inside `model` runs the eager attention (scores +
+    additive mask, softmax); afterwards each config gets its own implementation back.
+
+    For ONNX export: traced SDPA (the default) becomes a softmax wrapped in Where(IsNaN(...)) per
+    layer, elementwise passes over the [batch, heads, L, L] scores that the eager form does not
+    have; the eager graph encodes documents faster with the same outputs (README, "int8 corpus
+    encoding"). The switch goes through each distinct config the modules read at run time (whole
+    backbones, and layers taken out of one, as UnifieR's shared/dense/lexicon stacks are)."""
+    configs = {id(c): c for m in model.modules() if isinstance(c := getattr(m, "config", None), PretrainedConfig)}
+    previous = {key: config._attn_implementation for key, config in configs.items()}
+    try:
+        for config in configs.values():
+            config._attn_implementation = "eager"
+        yield
+    finally:
+        for key, config in configs.items():
+            config._attn_implementation = previous[key]
 
 
 def base_model(model: PreTrainedModel) -> PreTrainedModel:

@@ -38,10 +38,15 @@ def encoder_key(config: dict | None, weights: str, name: str = "") -> str:
     return hashlib.sha256(f"{described}|{weights}".encode()).hexdigest()[:24]
 
 
+# The int8 document graph's form: encodings of an older form (v1: the vocabulary GEMM left in fp32)
+# differ from today's in the last digits, so a cache entry of one is never read for the other.
+INT8_DOC_FORM = "int8-docs-v2"
+
+
 def checkpoint_key(config: dict, checkpoint_sha256: str, int8_docs: bool = False) -> str:
     """Cache identity of a checkpoint's corpus encodings: the torch model's and its fp32 ONNX graph's
     are the same (export parity), an int8 document graph's are not, so they get their own key."""
-    return encoder_key(config, f"{checkpoint_sha256}|int8-docs" if int8_docs else checkpoint_sha256)
+    return encoder_key(config, f"{checkpoint_sha256}|{INT8_DOC_FORM}" if int8_docs else checkpoint_sha256)
 
 
 def model_key(model, checkpoint: Path | None = None) -> str:

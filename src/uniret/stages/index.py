@@ -23,7 +23,7 @@ from uniret.config.retrieval import IndexConfig, RetrievalConfig
 from uniret.core.errors import StageFailed
 from uniret.data.beir import BeirDataset
 from uniret.export.onnx import export_encoders
-from uniret.export.parity import check_parity
+from uniret.export.parity import RememberingEncoder, check_parity
 from uniret.export.quantize import quantize_doc_encoder, quantize_query_encoder
 from uniret.retrieval.bundle import BM25_DIR, FORMAT_VERSION, MANIFEST, ONNX_DIR, TOKENIZER_DIR
 from uniret.retrieval.bundle_write import write_index_structures
@@ -217,10 +217,11 @@ def run(ctx: StageContext) -> dict[str, Any]:
         torch_enc = TorchTextEncoder(model, tokenizer, batch, qlen, dlen)
         onnx_enc = OnnxEncoder(bundle / ONNX_DIR, tokenizer, batch, qlen, dlen)
         parity_texts = _parity_texts(dataset, data.train_split, cfg)
-        parity = check_parity(torch_enc, onnx_enc, *parity_texts, cfg.export.parity)
-        int8 = quantize_query_encoder(bundle / ONNX_DIR, onnx_enc, *parity_texts, cfg.export.quantize,
+        reference = RememberingEncoder(onnx_enc)  # the int8 checks reuse its parity encodings
+        parity = check_parity(torch_enc, reference, *parity_texts, cfg.export.parity)
+        int8 = quantize_query_encoder(bundle / ONNX_DIR, reference, *parity_texts, cfg.export.quantize,
                                       cfg.export.parity)
-        int8_docs = quantize_doc_encoder(bundle / ONNX_DIR, onnx_enc, *parity_texts, cfg.export.quantize_docs)
+        int8_docs = quantize_doc_encoder(bundle / ONNX_DIR, reference, *parity_texts, cfg.export.quantize_docs)
         if int8_docs["used"]:  # corpus passes (here, fusion tuning, evaluate) encode with doc.int8.onnx
             onnx_enc = OnnxEncoder(bundle / ONNX_DIR, tokenizer, batch, qlen, dlen, query_file=onnx_enc.query_file)
 
