@@ -95,7 +95,7 @@ def quantizable_vocab_projection(model: nn.Module):
     The eager form multiplies W @ states^T (vocabulary slices first, the layout the max over tokens
     reads fastest), but a graph with the weight as the FIRST operand is left in fp32 by ONNX
     Runtime's dynamic quantiser, and that 30,522-wide GEMM was a third of the int8 document graph's
-    time (README, "int8 corpus encoding"). The checkpoint is untouched (no state_dict entry)."""
+    time (README, "The exported graphs' form"). The checkpoint is untouched (no state_dict entry)."""
     decoders = [head[1] for head in map(_linear_head, model.modules()) if head is not None]
     added = []
     for decoder in decoders:
