@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from uniret.config.retrieval import ParityConfig
 from uniret.core.errors import StageFailed
 from uniret.retrieval.base import top_k_rows
-from uniret.retrieval.encoding import EncodedTexts, TextEncoder, concat_encoded
+from uniret.retrieval.encoding import EncodedTexts, TextEncoder, concat_encoded, split_encoded
 
 log = logging.getLogger("uniret.export")
 
@@ -77,19 +77,13 @@ class RememberingEncoder:
             if not is_query:
                 self._doc_count += len(missing)
                 self._doc_seconds += time.perf_counter() - start
-            for i, text in enumerate(missing):
-                self._rows[(is_query, text)] = _row(fresh, i)
+            self._rows.update(((is_query, text), row) for text, row in zip(missing, split_encoded(fresh), strict=True))
         return concat_encoded([self._rows[(is_query, t)] for t in texts])
 
     @property
     def docs_per_s(self) -> float | None:
         """Documents per second of what it encoded (None before any document)."""
         return round(self._doc_count / max(self._doc_seconds, 1e-9), 2) if self._doc_count else None
-
-
-def _row(encoded: EncodedTexts, i: int) -> EncodedTexts:
-    return EncodedTexts(*(None if part is None else part[i : i + 1]
-                          for part in (encoded.dense, encoded.sparse, encoded.gate)))
 
 
 def _timed(encoder: TextEncoder, texts: Sequence[str], is_query: bool) -> tuple[EncodedTexts, float]:

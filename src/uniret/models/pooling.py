@@ -87,6 +87,12 @@ def vocab_max(
     return torch.where(keep.any(dim=1, keepdim=True), pooled, torch.zeros_like(pooled))
 
 
+# Name of the [H, V] copy of a linear MLM decoder's weight that quantizable_vocab_projection attaches
+# (a non-persistent buffer) while exporting: the traced GEMM then reads states @ W^T from a constant
+# in the second operand, the form ONNX Runtime's dynamic quantiser turns into an int8 MatMul.
+EXPORT_WEIGHT_T = "_export_weight_t"
+
+
 @contextmanager
 def quantizable_vocab_projection(model: nn.Module):
     """While active, exported graphs compute each linear MLM head's vocabulary logits as
@@ -124,12 +130,6 @@ def _fill_padding(states: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     first = keep.to(torch.uint8).argmax(dim=1)  # 0 for a row without kept tokens (zeroed later)
     source = states[torch.arange(states.shape[0], device=states.device), first].unsqueeze(1)
     return torch.where(keep.unsqueeze(-1), states, source)
-
-
-# Name of the [H, V] copy of a linear MLM decoder's weight that uniret.export.graph_form attaches
-# (a non-persistent buffer) while exporting: the traced GEMM then reads states @ W^T from a constant
-# in the second operand, the form ONNX Runtime's dynamic quantiser turns into an int8 MatMul.
-EXPORT_WEIGHT_T = "_export_weight_t"
 
 
 def _linear_max(decoder: nn.Linear, states: torch.Tensor, with_indices: bool = False):

@@ -49,6 +49,14 @@ def concat_encoded(parts: Sequence[EncodedTexts]) -> EncodedTexts:
     )
 
 
+def split_encoded(enc: EncodedTexts) -> list[EncodedTexts]:
+    """One EncodedTexts per row (a batched encoding handed back text by text)."""
+    return [EncodedTexts(dense=None if enc.dense is None else enc.dense[i : i + 1],
+                         sparse=None if enc.sparse is None else enc.sparse[i : i + 1],
+                         gate=None if enc.gate is None else np.asarray(enc.gate[i : i + 1]))
+            for i in range(len(enc))]
+
+
 class TextEncoder(Protocol):
     """What searchers need from an encoder."""
 

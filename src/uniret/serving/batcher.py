@@ -17,9 +17,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Generic, TypeVar
 
-import numpy as np
-
-from uniret.retrieval.encoding import EncodedTexts, TextEncoder
+from uniret.retrieval.encoding import EncodedTexts, TextEncoder, split_encoded
 
 log = logging.getLogger("uniret.serving")
 
@@ -105,15 +103,6 @@ class MicroBatcher(Generic[T, R]):
         self._queue.put(_STOP)  # each worker puts it back for the next one as it stops
         for t in self._threads:
             t.join()
-
-
-def split_encoded(enc: EncodedTexts) -> list[EncodedTexts]:
-    """One EncodedTexts per row (each caller's own query)."""
-    n = len(enc)
-    return [EncodedTexts(dense=None if enc.dense is None else enc.dense[i : i + 1],
-                         sparse=None if enc.sparse is None else enc.sparse[i : i + 1],
-                         gate=None if enc.gate is None else np.asarray(enc.gate[i : i + 1]))
-            for i in range(n)]
 
 
 class BatchingQueryEncoder:
