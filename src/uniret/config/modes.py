@@ -4,12 +4,17 @@ from __future__ import annotations
 
 # Every mode a Searcher can be built for (uni_gated: models with a query gate); params.yaml
 # `retrieval.modes` picks a subset.
-MODES = ("bm25", "dense", "lexical", "uni", "uni_gated", "hybrid", "hybrid_bm25", "rrf", "exhaustive", "clear")
+# bm25_rm3: BM25 with RM3 query expansion (bm25.rm3), also hybrid_bm25's third signal by default
+MODES = ("bm25", "bm25_rm3", "dense", "lexical", "uni", "uni_gated", "hybrid", "hybrid_bm25", "rrf", "exhaustive",
+         "clear")
 # the default subset of retrieval.modes (every mode but uni_gated, which needs a gated model)
 DEFAULT_MODES = tuple(m for m in MODES if m != "uni_gated")
-# modes a trained model can be evaluated in (recipe eval_modes / serve_mode): all but BM25 alone
-EVAL_MODES = ("dense", "lexical", "uni", "hybrid", "hybrid_bm25", "rrf", "exhaustive", "clear")
+# modes a bundle is evaluated in (recipe eval_modes / serve_mode): all but BM25 alone (the bm25
+# source scores it); bm25_rm3 is listed so that a recipe can show its fusion's BM25 signal alone
+EVAL_MODES = ("bm25_rm3", "dense", "lexical", "uni", "hybrid", "hybrid_bm25", "rrf", "exhaustive", "clear")
 # modes an in-memory model searcher answers directly (the rest need BM25 runs or learned weights)
 MODEL_SEARCH_MODES = ("dense", "lexical", "uni", "hybrid", "rrf", "exhaustive")
 # min-max fusions whose weights the index stage learns on the dev split (a bundle holds them)
 FUSION_MODES = ("hybrid", "hybrid_bm25")
+# what hybrid_bm25 may add to the fused heads as its BM25 signal (retrieval.fusion.bm25_signal)
+BM25_SIGNALS = ("bm25", "bm25_rm3")

@@ -107,6 +107,25 @@ class ValidateConfig:
 
 
 @dataclass
+class Rm3Config:
+    """RM3 pseudo-relevance feedback on BM25 (Anserini's Rm3Reranker, as SimpleSearcher.set_rm3):
+    the query is expanded with `fb_terms` terms of the relevance model of its top `fb_docs` hits,
+    mixed with the original query at `original_query_weight`, and searched again. The
+    `bm25_rm3` retrieval mode uses it; it reads the documents' term vectors (stored by the bm25
+    stage's index)."""
+
+    fb_terms: int = 10
+    fb_docs: int = 10
+    original_query_weight: float = 0.5
+
+    def validate(self) -> None:
+        if self.fb_terms <= 0 or self.fb_docs <= 0:
+            raise ValueError(f"fb_terms and fb_docs must be positive, got {self.fb_terms}, {self.fb_docs}")
+        if not 0.0 <= self.original_query_weight <= 1.0:
+            raise ValueError(f"original_query_weight must be in [0, 1], got {self.original_query_weight}")
+
+
+@dataclass
 class Bm25Config:
     """Lucene BM25 (pyserini) and the negatives sampled from its ranking."""
 
@@ -121,6 +140,7 @@ class Bm25Config:
     seed: int = 17
     index_batch_size: int = 1000  # documents handed to Lucene per call
     search_batch_size: int = 500  # queries per batch_search call (progress granularity)
+    rm3: Rm3Config = field(default_factory=Rm3Config)  # the bm25_rm3 mode's feedback
 
     def validate(self) -> None:
         if self.k1 < 0:

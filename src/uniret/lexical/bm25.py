@@ -24,7 +24,8 @@ log = logging.getLogger("uniret.lexical")
 
 
 def _analyzer_args(cfg: Bm25Config) -> list[str]:
-    args = ["-stemmer", cfg.stemmer]
+    # document vectors: RM3 (the bm25_rm3 mode) reads the feedback documents' terms from them
+    args = ["-stemmer", cfg.stemmer, "-storeDocvectors"]
     if cfg.keep_stopwords:
         args.append("-keepStopwords")
     return args

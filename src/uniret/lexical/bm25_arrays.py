@@ -20,6 +20,12 @@ sorted collector: `uniret.IdOrder` orders the top k + TIE_SLACK hits collected b
 (score, id), and the sorted search runs only when a tie with the k-th hit may reach past them.
 tests/lexical/test_bm25_arrays.py checks ids, scores and order of every path against Bm25Searcher.
 
+With `rm3=True` the searcher answers as SimpleSearcher after `set_rm3(fb_terms, fb_docs, weight)`
+(cfg.rm3): the first search takes the top `rerankcutoff` hits (Anserini's default), and the same
+reranker cascade (Rm3Reranker, then the tie adjuster) expands the query from the term vectors of
+the top `fb_docs` and searches again; the hits are read as arrays. The index must store document
+vectors (the bm25 stage's indexes do).
+
 Lucene doc ids are mapped to external doc ids through a table read once when the index is opened.
 That is sound because a Lucene doc id is stable for one open reader of an unchanging index: the
 bundle's BM25 index is written once (lexical.indexing, atomically) and never modified, and this
@@ -55,10 +61,11 @@ class Bm25ArraySearcher:
     """
 
     def __init__(self, index_dir: str | os.PathLike, cfg: Bm25Config, use_helpers: bool = True,
-                 by_score: bool = True):
+                 by_score: bool = True, rm3: bool = False):
         """`use_helpers`: take uniret.TopDocsArrays when it is on the classpath (same results, faster);
         `by_score`: with them, collect hits by score and order them by uniret.IdOrder instead of
-        Lucene's sorted collector (same results, faster; False measures the difference)."""
+        Lucene's sorted collector (same results, faster; False measures the difference);
+        `rm3`: expand each query by RM3 feedback (cfg.rm3) and search again."""
         self.index_dir = Path(index_dir)
         if not self.index_dir.is_dir():
             raise FileNotFoundError(f"{self.index_dir}: BM25 index not found")
@@ -90,8 +97,19 @@ class Bm25ArraySearcher:
         self._ties = java_class("io.anserini.rerank.lib.ScoreTiesAdjusterReranker")()
         self._arrays = java_class("uniret.TopDocsArrays") if use_helpers and helpers_loaded() else None
         self.cfg = cfg
+        self.rm3 = rm3
+        if rm3:
+            self._require_term_vectors()
         self.docids = self._read_docids()
         self._order = self._id_order() if self._arrays is not None and by_score else None
+
+    def _require_term_vectors(self) -> None:
+        infos = java_class("org.apache.lucene.index.FieldInfos").getMergedFieldInfos(self._reader)
+        field_info = infos.fieldInfo(CONTENTS_FIELD)
+        if self._reader.maxDoc() > 0 and (field_info is None or not field_info.hasVectors()):
+            self.close()
+            raise ValueError(f"{self.index_dir}: the BM25 index stores no document vectors, which RM3 reads; "
+                             "rebuild it with `uniret bm25` (its indexes store them)")
 
     def _read_docids(self) -> list[str | None]:
         """External id per Lucene doc id, read in one Java call (a match-all search of every doc)."""
@@ -121,38 +139,69 @@ class Bm25ArraySearcher:
         """Whether hits are read through uniret.TopDocsArrays (else Anserini's ScoredDocs)."""
         return self._arrays is not None
 
-    def _top(self, text: str, k: int) -> Any:
+    def _query(self, text: str) -> Any:
+        """The bag-of-words BM25 query of `text`, as SimpleSearcher builds it."""
+        return self._generator.buildQuery(CONTENTS_FIELD, self._analyzer, text)
+
+    def _top(self, query: Any, k: int) -> Any:
         """Lucene's TopDocs of the query's top k, ties broken by the stored id as Anserini does."""
-        query = self._generator.buildQuery(CONTENTS_FIELD, self._analyzer, text)
         return self._searcher.search(query, k, self._sort, True)
 
-    def _by_score(self, text: str, k: int) -> Any:
+    def _by_score(self, query: Any, k: int) -> Any:
         """The top k as uniret.TopDocsArrays in Anserini's order, collected by score alone (no
         sorted collector) plus TIE_SLACK more hits; None when a tie may have been cut off (or the
         searcher was opened with by_score=False)."""
         if self._order is None:
             return None
-        query = self._generator.buildQuery(CONTENTS_FIELD, self._analyzer, text)
         requested = k + TIE_SLACK
         return self._order.top(self._searcher.search(query, requested), requested, k)
 
-    def _hits(self, text: str, k: int) -> Any:
+    def _hits(self, query: Any, k: int) -> Any:
         """Anserini's ScoredDocs of the query's top k, scores tie-adjusted as SimpleSearcher does."""
         # a null context: the adjuster's only use of it is to skip adjusting on Lucene 8 indexes
-        return self._ties.rerank(self._scored_docs.fromTopDocs(self._top(text, k), self._searcher), None)
+        return self._ties.rerank(self._scored_docs.fromTopDocs(self._top(query, k), self._searcher), None)
+
+    def _rm3_query(self, text: str) -> Any:
+        """The RM3 feedback query of `text`, as SimpleSearcher.set_rm3 (outputQuery off, filterTerms
+        on) builds it: Anserini's Rm3Reranker runs on the first search's top `rerankcutoff` hits and
+        leaves its expanded query's term weights in the context; its own second search is cut to
+        one hit, since the caller searches the rebuilt query on the fast path."""
+        query = self._query(text)
+        tokens = java_class("io.anserini.analysis.AnalyzerUtils").analyze(self._analyzer, text)
+        args = java_class("io.anserini.search.SearchCollection$Args")()
+        args.arbitraryScoreTieBreak = False
+        args.hits = 1
+        first = self._searcher.search(query, int(args.rerankcutoff), self._sort, True)
+        context = java_class("io.anserini.rerank.RerankerContext")(
+            self._searcher, None, query, None, text, tokens, None, args)
+        rm3 = self.cfg.rm3
+        # a reranker per call: searches run on several threads
+        reranker = java_class("io.anserini.rerank.lib.Rm3Reranker")(
+            self._analyzer, None, CONTENTS_FIELD, int(rm3.fb_terms), int(rm3.fb_docs),
+            float(rm3.original_query_weight), False, True)
+        reranker.rerank(self._scored_docs.fromTopDocs(first, self._searcher), context)
+        builder = java_class("org.apache.lucene.search.BooleanQuery$Builder")()
+        should = java_class("org.apache.lucene.search.BooleanClause$Occur").SHOULD
+        term_query, boost_query = java_class("org.apache.lucene.search.TermQuery"), java_class("org.apache.lucene.search.BoostQuery")
+        term = java_class("org.apache.lucene.index.Term")
+        entries = context.feedbackTerms.entrySet().toArray()
+        for entry in entries:
+            builder.add(boost_query(term_query(term(CONTENTS_FIELD, entry.getKey())), float(entry.getValue())), should)
+        return builder.build()
 
     def search(self, text: str, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-`k` hits of `text`, best first: (Lucene doc ids int32, BM25 scores float32)."""
         if k <= 0 or not self.docids:
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+        query = self._rm3_query(text) if self.rm3 else self._query(text)
         if self._arrays is not None:
-            hits = self._by_score(text, int(k))
+            hits = self._by_score(query, int(k))
             if hits is None:  # a tie may run past the hits collected by score: search sorted
-                hits = self._arrays(self._top(text, int(k)))
+                hits = self._arrays(self._top(query, int(k)))
             hits = hits.adjustTies()
             ids, scores = hits.docs, hits.scores
         else:
-            hits = self._hits(text, int(k))
+            hits = self._hits(query, int(k))
             ids, scores = hits.lucene_docids, hits.scores
         return np.asarray(ids, dtype=np.int32), np.asarray(scores, dtype=np.float32)
 

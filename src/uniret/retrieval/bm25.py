@@ -1,4 +1,5 @@
-"""BM25 (Lucene, via uniret.lexical) behind the Searcher interface: the reference mode.
+"""BM25 (Lucene, via uniret.lexical) behind the Searcher interface: the reference mode, and
+bm25_rm3 (the same with RM3 query expansion).
 
 Searches go through `Bm25ArraySearcher` (one query at a time, hits as arrays), which returns
 exactly what Anserini's SimpleSearcher returns, without a Python object per hit. Given the
@@ -30,11 +31,14 @@ class Bm25ModeSearcher(Searcher):
     encoder = None
     uses_jvm = True
 
-    def __init__(self, index_dir: str | Path, cfg: Bm25Config, docids: Sequence[str] | None = None):
+    def __init__(self, index_dir: str | Path, cfg: Bm25Config, docids: Sequence[str] | None = None,
+                 rm3: bool = False):
         self.index_dir = Path(index_dir)
         if not self.index_dir.is_dir():
             raise FileNotFoundError(f"{self.index_dir}: BM25 index not found")
         self.cfg = cfg
+        self.rm3 = rm3  # expand each query by RM3 feedback (cfg.rm3): the bm25_rm3 mode
+        self.mode = "bm25_rm3" if rm3 else "bm25"
         self.docids = list(docids) if docids is not None else None
         self.has_arrays = self.docids is not None
         self._searcher = None
@@ -47,7 +51,7 @@ class Bm25ModeSearcher(Searcher):
             if self._searcher is None:
                 from uniret.lexical.bm25_arrays import Bm25ArraySearcher
 
-                searcher = Bm25ArraySearcher(self.index_dir, self.cfg)
+                searcher = Bm25ArraySearcher(self.index_dir, self.cfg, rm3=self.rm3)
                 self._names = searcher.docids
                 if self.docids is not None:
                     self._rows = self._row_table(searcher.docids)

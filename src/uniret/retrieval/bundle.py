@@ -109,7 +109,10 @@ def open_bundle(bundle_dir: str | Path, cfg: RetrievalConfig | None = None, thre
 
     path = Path(bundle_dir)
     manifest = read_bundle_manifest(path)
-    built_with = build(RetrievalConfig, manifest["params"]["retrieval"], f"{path / MANIFEST}: params.retrieval")
+    built_params = manifest["params"]["retrieval"]
+    if "bm25_signal" not in (built_params.get("fusion") or {}):  # built before RM3: its weights fuse plain BM25
+        built_params = {**built_params, "fusion": {**(built_params.get("fusion") or {}), "bm25_signal": "bm25"}}
+    built_with = build(RetrievalConfig, built_params, f"{path / MANIFEST}: params.retrieval")
     cfg = cfg or built_with
     bm25_cfg = build(Bm25Config, manifest["params"]["bm25"], f"{path / MANIFEST}: params.bm25")
     tokenizer = AutoTokenizer.from_pretrained(str(path / TOKENIZER_DIR), local_files_only=True)

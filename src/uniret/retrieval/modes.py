@@ -67,8 +67,8 @@ def memory_corpus_index(
 
 
 def fused_runs(mode: str, cfg: RetrievalConfig) -> list[str]:
-    """The modes whose runs a fusion mode fuses: fusion.runs, plus BM25 for hybrid_bm25."""
-    return [*cfg.fusion.runs, "bm25"] if mode == "hybrid_bm25" else list(cfg.fusion.runs)
+    """The modes whose runs a fusion mode fuses: fusion.runs, plus the BM25 signal for hybrid_bm25."""
+    return [*cfg.fusion.runs, cfg.fusion.bm25_signal] if mode == "hybrid_bm25" else list(cfg.fusion.runs)
 
 
 def _needs(mode: str, cfg: RetrievalConfig) -> set[str]:
@@ -77,6 +77,7 @@ def _needs(mode: str, cfg: RetrievalConfig) -> set[str]:
         return set().union(*(_needs(m, cfg) for m in fused_runs(mode, cfg)))
     return {
         "bm25": {"bm25"},
+        "bm25_rm3": {"bm25"},
         "dense": {"dense"},
         "lexical": {"lexical"},
         "uni": {"lexical", "vectors"},
@@ -111,8 +112,8 @@ def build_searchers(
     def make(mode: str) -> Searcher:
         if mode in built:
             return built[mode]
-        if mode == "bm25":
-            searcher: Searcher = Bm25ModeSearcher(index.bm25_dir, bm25_cfg, index.docids)
+        if mode in ("bm25", "bm25_rm3"):
+            searcher: Searcher = Bm25ModeSearcher(index.bm25_dir, bm25_cfg, index.docids, rm3=mode == "bm25_rm3")
         elif mode == "dense":
             searcher = DenseSearcher(index.dense, index.docids, encoder)
         elif mode == "lexical":

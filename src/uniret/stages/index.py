@@ -18,7 +18,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from uniret.config.modes import FUSION_MODES  # min-max fusions: weights learned on the dev split
+from uniret.config.modes import BM25_SIGNALS, FUSION_MODES  # FUSION_MODES: weights learned on the dev split
 from uniret.config.retrieval import IndexConfig, RetrievalConfig
 from uniret.core.errors import StageFailed
 from uniret.data.beir import BeirDataset
@@ -119,16 +119,25 @@ def _corpus_encoding(ctx: StageContext, key: str | None, dataset: BeirDataset, d
 
 
 def _tuning_runs(queries: dict[str, str], docids: list[str], encoded, encoder, rcfg: RetrievalConfig,
-                 heads: list[str], bm25_run) -> dict[str, Any]:
-    """{mode: dev run} of the fused heads (exact in-memory search over `encoded`) and BM25 (given)."""
+                 heads: list[str], bm25_run, bm25_index: Path, bm25_cfg) -> dict[str, Any]:
+    """{mode: dev run} of the fused heads (exact in-memory search over `encoded`), BM25 (the bm25
+    stage's run) and, when a fusion takes it, BM25 with RM3 (searched here in `bm25_index`)."""
     from uniret.core.runs import ranked
     from uniret.retrieval.base import encode_queries
+    from uniret.retrieval.bm25 import Bm25ModeSearcher
     from uniret.retrieval.modes import build_searchers, memory_corpus_index
 
-    searchers = build_searchers(memory_corpus_index(docids, encoded, rcfg), rcfg, encoder, modes=heads)
+    searchers = build_searchers(memory_corpus_index(docids, encoded, rcfg), rcfg, encoder,
+                                modes=[h for h in heads if h not in BM25_SIGNALS])
     batch = encode_queries(queries, encoder)
     runs = {m: s.search_batch(batch, rcfg.fusion.depth_of(m)) for m, s in searchers.items()}
     runs["bm25"] = {q: dict(ranked(bm25_run.get(q, {}), rcfg.fusion.depth_of("bm25"))) for q in queries}
+    if "bm25_rm3" in heads:
+        rm3 = Bm25ModeSearcher(bm25_index, bm25_cfg, rm3=True)
+        try:
+            runs["bm25_rm3"] = rm3.search_batch(batch, rcfg.fusion.depth_of("bm25_rm3"))
+        finally:
+            rm3.close()
     return runs
 
 
@@ -151,18 +160,21 @@ def _learn_fusion(ctx: StageContext, cfg: IndexConfig, rcfg: RetrievalConfig, da
 
     data = ctx.params.section("data")
     # a fusion needs every head it fuses: a dense-only model (led, clear, aggretriever) has no lexicon
-    have = {"dense": encoded.dense is not None, "lexical": encoded.sparse is not None, "bm25": True}
+    have = {"dense": encoded.dense is not None, "lexical": encoded.sparse is not None, **dict.fromkeys(BM25_SIGNALS, True)}
     modes = [m for m in FUSION_MODES if m in rcfg.modes and all(have.get(r, False) for r in fused_runs(m, rcfg))]
     dev_path = ctx.require("bm25") / DEV_QRELS
     if not cfg.fusion.enabled or not modes or not dev_path.is_file():
         return None
-    heads = sorted({m for mode in modes for m in fused_runs(mode, rcfg)} - {"bm25"})
+    heads = sorted({m for mode in modes for m in fused_runs(mode, rcfg)} - {"bm25"})  # (+ bm25_rm3: searched)
+    bm25_cfg = ctx.params.section("bm25")
+    bm25_indexes = ctx.require("bm25") / BM25_INDEXES
     sets: list[tuple[str, dict, dict[str, Any]]] = []  # (name, qrels, runs)
     qrels = read_qrels(dev_path)
     queries = {q: t for q, t in dataset.split_queries(data.train_split).items() if q in qrels}
     if queries:
         train_run = read_run(ctx.require("bm25") / TRAIN_RUN)
-        sets.append((dataset.name, qrels, _tuning_runs(queries, docids, encoded, encoder, rcfg, heads, train_run)))
+        sets.append((dataset.name, qrels, _tuning_runs(queries, docids, encoded, encoder, rcfg, heads, train_run,
+                                                        bm25_indexes / dataset.name, bm25_cfg)))
     cache_root = ctx.artifacts / ctx.params.section("encoding").cache_dir
     for name in (n for n in data.dev.datasets if n in data.eval_datasets):  # the bm25 stage ran only these
         other = ctx.dataset(name)
@@ -174,7 +186,7 @@ def _learn_fusion(ctx: StageContext, cfg: IndexConfig, rcfg: RetrievalConfig, da
         bm25_run = read_run(ctx.require("bm25") / DEV_RUNS / f"{name}.trec")
         sets.append((f"{name}/{data.dev.split}", other.qrels(data.dev.split),
                      _tuning_runs(other.split_queries(data.dev.split), other_ids, other_enc, encoder, rcfg, heads,
-                                  bm25_run)))
+                                  bm25_run, bm25_indexes / name, bm25_cfg)))
     if not sets:
         return None
     out: dict[str, Any] = {"sets": {n: len(q) for n, q, _ in sets}, "metric": cfg.fusion.metric,
