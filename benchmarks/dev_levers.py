@@ -5,6 +5,7 @@
     python benchmarks/dev_levers.py wise-checkpoint --checkpoint artifacts/continual/model --alpha 0.75 \
         --model-out DIR/continual/model
     python benchmarks/dev_levers.py prf --artifacts artifacts --registry registry
+    python benchmarks/dev_levers.py bm25-signal --artifacts artifacts --registry registry
 
 - fusion-norm: the served fusion's score normalisation. Per query, each signal's top 1000 (lexical,
   dense, BM25) is normalised by min-max (served), z-score, theoretical min-max (Bruch et al. 2023:
@@ -26,6 +27,11 @@
   to its top `terms` entries and scaled to the query's own mass), both heads search again, and the
   fusion is scored with the bundle's weights. Exact float products over the whole corpus, also for
   the no-feedback row it is compared with.
+- bm25-signal: the served fusion's BM25 signal. Each variant (BM25 k1/b settings; BM25 + RM3 with
+  several fb_terms/fb_docs/original-query weights) replaces the BM25 run of every dev set, the
+  fusion weights are learned on the dev grid as the index stage learns them, and the best dev
+  score is reported with the variant's own score alone. RM3 reads document vectors: where the bm25
+  stage's index lacks them (built before it stored them), a temporary index is built.
 
 Inputs: a `make demo` artifacts folder (bm25 stage: dev qrels and BM25 dev runs; the index
 stage's encoding cache) and its bundle. Results: benchmarks/results/dev_levers.json, one key per
@@ -36,10 +42,12 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import json
 import logging
 import random
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,12 +56,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from uniret.config import load_params
+from uniret.config.sections import Rm3Config
 from uniret.core.runs import Run, ranked, read_run
 from uniret.data.beir import BeirDataset, iter_corpus, read_qrels
 from uniret.evaluation.bundle_source import bundle_encoder_key
 from uniret.evaluation.fusion_tuning import fused_metric, simplex_grid
 from uniret.evaluation.metrics import evaluate_run
-from uniret.retrieval.base import encode_queries
+from uniret.retrieval.base import QueryBatch, encode_queries
+from uniret.retrieval.bm25 import Bm25ModeSearcher
 from uniret.retrieval.bundle import ONNX_DIR, fusion_weights_of, open_bundle
 from uniret.retrieval.corpus_cache import cached_corpus_encoding
 from uniret.retrieval.encoding import EncodedTexts
@@ -70,6 +80,10 @@ METRIC = "ndcg@10"
 NORMS = ("minmax", "zscore", "theoretical_minmax", "rrf")
 RRF_K = 60
 RANK_POOL = 64  # documents per text in the ranking-distillation term
+# bm25-signal: (k1, b, RM3 (fb_terms, fb_docs, original_query_weight) or None); the first is the default
+BM25_VARIANTS = ((0.9, 0.4, None), (1.2, 0.75, None), (0.6, 0.3, None), (1.2, 0.4, None), (0.9, 0.6, None),
+                 (1.5, 0.5, None), (0.7, 0.5, None), (0.9, 0.4, (10, 10, 0.5)), (0.9, 0.4, (20, 10, 0.5)),
+                 (0.9, 0.4, (10, 5, 0.7)), (0.9, 0.4, (10, 3, 0.7)), (0.9, 0.4, (20, 10, 0.3)))
 
 
 @dataclass
@@ -350,6 +364,60 @@ def prf(sets: list[DevSet], weights, settings=PRF_SETTINGS) -> dict:
     return out
 
 
+def _index_with_vectors(stage_index: Path, dataset: BeirDataset, cfg, tmp: Path) -> Path:
+    """The bm25 stage's index when it stores document vectors (RM3 reads them), else one built in `tmp`."""
+    from uniret.lexical.bm25 import index_documents
+    from uniret.lexical.bm25_arrays import Bm25ArraySearcher
+
+    try:
+        Bm25ArraySearcher(stage_index, cfg, rm3=True).close()
+        return stage_index
+    except ValueError:
+        log.info("%s: no document vectors; indexing %s again into a temp folder", stage_index, dataset.name)
+        out = tmp / dataset.name
+        index_documents(dataset.iter_corpus(), out, cfg)
+        return out
+
+
+def bm25_signal(sets: list[DevSet], artifacts: Path, data_root: Path, cfg, step: float,
+                variants=BM25_VARIANTS) -> dict:
+    """Per BM25 variant: the served fusion's dev nDCG@10 with it as the third signal (weights learned
+    on the dev grid) and its own dev nDCG@10; "stage_run" is the fusion over the bm25 stage's runs."""
+    grid = simplex_grid(len(SIGNALS), step)
+
+    def learned(sets_: list[DevSet]) -> dict:
+        prepared = [(_matrices("minmax", d, {}), d.qrels) for d in sets_]
+        scores = [float(np.mean([_fused_ndcg(m, q, w) for m, q in prepared])) for w in grid]
+        best = int(np.argmax(scores))
+        return {"dev_" + METRIC: round(scores[best], 5), "weights": dict(zip(SIGNALS, grid[best], strict=True)),
+                "per_set": {d.name: round(_fused_ndcg(m, q, grid[best]), 5) for d, (m, q) in zip(sets_, prepared, strict=True)}}
+
+    out = {"stage_run": learned(sets), "variants": []}
+    with tempfile.TemporaryDirectory(prefix="bm25-signal-") as tmp:
+        indexes = {}
+        for d in sets:
+            name = d.name.split("/")[0]
+            indexes[d.name] = _index_with_vectors(artifacts / "bm25" / "indexes" / name,
+                                                  BeirDataset(data_root / name), cfg, Path(tmp))
+        for k1, b, rm3 in variants:
+            vcfg = dataclasses.replace(cfg, k1=k1, b=b, rm3=Rm3Config(*rm3) if rm3 else cfg.rm3)
+            swapped, alone = [], {}
+            for d in sets:
+                searcher = Bm25ModeSearcher(indexes[d.name], vcfg, rm3=rm3 is not None)
+                try:
+                    run = searcher.search_batch(QueryBatch.from_dict(d.queries), DEPTH)
+                finally:
+                    searcher.close()
+                swapped.append(dataclasses.replace(d, runs={**d.runs, "bm25": run}))
+                alone[d.name] = round(evaluate_run(d.qrels, run, [METRIC], True)[1][METRIC], 5)
+            row = {"k1": k1, "b": b, "rm3": dict(zip(("fb_terms", "fb_docs", "original_query_weight"), rm3, strict=True))
+                   if rm3 else None, **learned(swapped), "alone": alone}
+            log.info("%s", row)
+            out["variants"].append(row)
+    out["best"] = max(out["variants"], key=lambda r: r["dev_" + METRIC])
+    return out
+
+
 def wise_checkpoint(checkpoint: Path, alpha: float, out: Path) -> dict:
     """Write alpha x the checkpoint's weights + (1 - alpha) x its pretrained start's to `out`."""
     from uniret.models.factory import build_model, load_model, save_model
@@ -367,7 +435,7 @@ def wise_checkpoint(checkpoint: Path, alpha: float, out: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("lever", choices=["fusion-norm", "query-tower", "wise-checkpoint", "prf"])
+    parser.add_argument("lever", choices=["fusion-norm", "query-tower", "wise-checkpoint", "prf", "bm25-signal"])
     parser.add_argument("--artifacts", type=Path, default=Path("artifacts"))
     parser.add_argument("--registry", type=Path, default=Path("registry"), help="its production bundle is measured")
     parser.add_argument("--bundle", type=Path, default=None, help="a bundle folder instead of the registry's")
@@ -405,6 +473,8 @@ def main(argv: list[str] | None = None) -> int:
         if weights is None:
             raise SystemExit(f"{bundle.path}: the bundle has no learned hybrid_bm25 weights")
         result = prf(sets, weights)
+    elif args.lever == "bm25-signal":
+        result = bm25_signal(sets, args.artifacts, args.data, params.section("bm25"), params.section("index").fusion.grid_step)
     elif args.lever == "fusion-norm":
         result = fusion_norm(sets, params.section("index").fusion.grid_step, bundle.manifest["model"]["config"]["query_scale"])
     else:

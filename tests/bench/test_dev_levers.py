@@ -120,3 +120,45 @@ def test_prf_reports_each_setting_against_no_feedback(levers):
     # dense feedback from c lifts b to 0.29 but not past a and c; the lexicon has weight 0 here
     assert [r["dev_ndcg@10"] for r in out["settings"]] == pytest.approx([0.5, 0.5])
     assert out["best_gain"] == pytest.approx(0.0)
+
+
+def test_bm25_signal_swaps_the_fusions_bm25_run_and_indexes_again_for_rm3(levers, shared_data, tmp_path):
+    """On a SciFact slice whose stage index has no document vectors: the default variant reproduces
+    the stage run's scores exactly, RM3 runs on a temporary index with vectors and ranks differently."""
+    import json
+    from itertools import islice
+
+    from uniret.config.sections import Bm25Config
+    from uniret.data.beir import BeirDataset, read_qrels
+    from uniret.lexical.bm25 import Bm25Searcher
+    from uniret.lexical.indexing import write_lucene_index
+
+    scifact = BeirDataset(shared_data / "scifact")
+    qrels_all = read_qrels(shared_data / "scifact" / "qrels" / "test.tsv")
+    qids = sorted(qrels_all)[:30]
+    qrels = {q: qrels_all[q] for q in qids}
+    wanted = {d for q in qids for d in qrels[q]}
+    docs = [d for d in scifact.iter_corpus() if d.id in wanted]
+    docs += list(islice((d for d in scifact.iter_corpus() if d.id not in wanted), 400))
+    root = tmp_path / "data" / "mini"
+    root.mkdir(parents=True)
+    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": d.id, "title": d.title, "text": d.text}) + "\n"
+                                               for d in docs))
+    queries = {q: t for q, t in scifact.split_queries("test").items() if q in qrels}
+    stage_index = tmp_path / "artifacts" / "bm25" / "indexes" / "mini"
+    write_lucene_index(((d.id, d.contents) for d in docs), stage_index, ["-stemmer", "porter"], 1, 500)
+    cfg = Bm25Config(threads=1)
+    with Bm25Searcher(stage_index, cfg) as searcher:
+        stage_run = searcher.search(queries, 1000, progress=False)
+    empty = {q: {} for q in queries}
+    ds = levers.DevSet("mini/dev", qrels, queries, [d.id for d in docs], np.zeros((len(docs), 2)),
+                       {"lexical": empty, "dense": empty, "bm25": stage_run})
+    variants = [(0.9, 0.4, None), (0.9, 0.4, (10, 10, 0.5))]
+    out = levers.bm25_signal([ds], tmp_path / "artifacts", tmp_path / "data", cfg, 0.5, variants=variants)
+    plain, rm3 = out["variants"]
+    stage_alone = levers.evaluate_run(qrels, stage_run, ["ndcg@10"], True)[1]["ndcg@10"]
+    assert plain["alone"]["mini/dev"] == pytest.approx(stage_alone, abs=1e-5)
+    assert plain["dev_ndcg@10"] == out["stage_run"]["dev_ndcg@10"]
+    assert rm3["rm3"] == {"fb_terms": 10, "fb_docs": 10, "original_query_weight": 0.5}
+    assert rm3["alone"]["mini/dev"] != plain["alone"]["mini/dev"]  # the expansion changed the rankings
+    assert out["best"] in out["variants"]

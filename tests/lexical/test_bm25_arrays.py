@@ -125,7 +125,7 @@ def test_ties_past_the_hits_collected_by_score_fall_back_to_the_sorted_search(tm
     with Bm25Searcher(index, cfg) as reference, Bm25ArraySearcher(index, cfg) as fast:
         sorted_searches = []
         top = fast._top
-        fast._top = lambda text, k: sorted_searches.append(k) or top(text, k)
+        fast._top = lambda query, k: sorted_searches.append(k) or top(query, k)
         for k in (5, 20, N_TIED + 1, N_TIED + 50):
             want = reference.search({"q": "identical stem cells"}, k, progress=False)["q"]
             ids, scores = fast.search("identical stem cells", k)
@@ -135,3 +135,46 @@ def test_ties_past_the_hits_collected_by_score_fall_back_to_the_sorted_search(tm
     # k 5 and 20 collect k + TIE_SLACK of the N_TIED + 1 matches, all tied with the k-th: sorted
     # search; larger k collect every match: ordered by uniret.IdOrder, no sorted search
     assert sorted_searches == [5, 20]
+
+
+@pytest.fixture(scope="module", params=["java-helper", "anserini"])
+def rm3_searchers(request, index, cfg):
+    """Anserini's SimpleSearcher after set_rm3 (the reference) and the array searcher's RM3 path,
+    over each hit-reading path."""
+    helper = request.param == "java-helper"
+    if helper and not helpers_loaded():
+        pytest.skip("uniret's Java helpers are not on the classpath (no javac on PATH)")
+    with (Bm25Searcher(index, cfg) as reference,
+          Bm25ArraySearcher(index, cfg, use_helpers=helper, rm3=True) as fast):
+        rm3 = cfg.rm3
+        reference._searcher.set_rm3(rm3.fb_terms, rm3.fb_docs, float(rm3.original_query_weight))
+        yield reference, fast
+
+
+@pytest.mark.parametrize("k", [1000, 7])
+def test_rm3_gives_the_same_ids_scores_and_order_as_simple_searcher_set_rm3(rm3_searchers, queries, index, cfg, k):
+    reference, fast = rm3_searchers
+    want = reference.search(queries, k, progress=False)
+    changed = 0
+    with Bm25ArraySearcher(index, cfg) as plain:
+        for qid, text in queries.items():
+            ids, scores = fast.search(text, k)
+            got = [(fast.docids[i], s) for i, s in zip(ids.tolist(), scores.tolist(), strict=True)]
+            assert got == list(want.get(qid, {}).items()), qid  # exact floats, same order
+            plain_ids, plain_scores = plain.search(text, k)
+            changed += not (plain_ids.tolist() == ids.tolist() and plain_scores.tolist() == scores.tolist())
+    # the expansion really ran: most rankings differ from plain BM25's
+    assert changed > len(queries) // 2
+    assert len(fast.search(queries["unknown"], k)[0]) == 0
+
+
+def test_rm3_on_an_index_without_document_vectors_is_refused(tmp_path, corpus, cfg):
+    from uniret.lexical.indexing import write_lucene_index
+
+    index = tmp_path / "novectors"
+    write_lucene_index(((d.id, d.contents) for d in corpus[:50]), index, ["-stemmer", cfg.stemmer], threads=1,
+                       batch_size=50)
+    with Bm25ArraySearcher(index, cfg) as plain:  # plain BM25 does not need them
+        assert len(plain.search("cells", 10)[0]) > 0
+    with pytest.raises(ValueError, match=r"novectors: the BM25 index stores no document vectors, which RM3 reads"):
+        Bm25ArraySearcher(index, cfg, rm3=True)

@@ -68,3 +68,38 @@ def test_without_docids_no_array_path_and_unknown_docs_rejected(bm25_dir, encode
     with pytest.raises(ValueError, match="not in the corpus's doc ids"):
         partial.search_arrays(encoded_slice.batch, 10)
     partial.close()
+
+
+def test_bm25_rm3_mode_answers_as_simple_searcher_set_rm3_and_feeds_hybrid_bm25(bm25_dir, encoded_slice):
+    """bm25_rm3: the mode's runs and arrays are SimpleSearcher's RM3 runs; build_searchers makes it
+    hybrid_bm25's third signal when retrieval.fusion.bm25_signal says so, plain BM25 otherwise."""
+    import dataclasses
+
+    from uniret.config.retrieval import RetrievalConfig
+    from uniret.retrieval.modes import CorpusIndex, build_searchers, fused_runs
+
+    batch = encoded_slice.batch
+    rm3 = Bm25ModeSearcher(bm25_dir, CFG, encoded_slice.docids, rm3=True)
+    assert rm3.mode == "bm25_rm3"
+    with Bm25Searcher(bm25_dir, CFG) as reference:
+        reference._searcher.set_rm3(CFG.rm3.fb_terms, CFG.rm3.fb_docs, float(CFG.rm3.original_query_weight))
+        want = reference.search(dict(zip(batch.ids, batch.texts, strict=True)), 100, progress=False)
+    got = rm3.search_batch(batch, 100)
+    assert sum(len(h) for h in want.values()) > 0
+    for qid, (rows, scores) in zip(batch.ids, rm3.search_arrays(batch, 100), strict=True):
+        assert list(got[qid].items()) == list(want.get(qid, {}).items())
+        assert [(encoded_slice.docids[r], s) for r, s in zip(rows.tolist(), scores.tolist(), strict=True)] == \
+            list(want.get(qid, {}).items())
+    rm3.close()
+
+    index = CorpusIndex(docids=encoded_slice.docids, bm25_dir=bm25_dir,
+                        lexical=MemoryImpactIndex(encoded_slice.docids, encoded_slice.docs.sparse, 100.0))
+    index.dense = build_faiss_index(encoded_slice.docs.dense, DenseIndexConfig())
+    index.doc_vectors = encoded_slice.docs.dense
+    for signal in ("bm25_rm3", "bm25"):
+        cfg = RetrievalConfig()
+        cfg = dataclasses.replace(cfg, fusion=dataclasses.replace(cfg.fusion, bm25_signal=signal))
+        assert fused_runs("hybrid_bm25", cfg) == ["lexical", "dense", signal]
+        searchers = build_searchers(index, cfg, None, CFG, modes=["hybrid_bm25", "bm25_rm3"])
+        assert [p.mode for p in searchers["hybrid_bm25"].searchers] == ["lexical", "dense", signal]
+        assert searchers["bm25_rm3"].rm3

@@ -25,10 +25,13 @@ BUNDLE_FILES = ["manifest.json", "onnx/query.onnx", "onnx/doc.onnx", "tokenizer"
                 "impacts.npz", "bm25", "docids.json"]
 
 
-def _small_ctx(tiny_ctx) -> StageContext:
-    """tiny_ctx with two eval datasets (keeps the bm25 stage and the run source short)."""
+def _small_ctx(tiny_ctx, bm25_signal: str | None = None) -> StageContext:
+    """tiny_ctx with two eval datasets (keeps the bm25 stage and the run source short), and
+    hybrid_bm25's BM25 signal set to `bm25_signal` when given."""
     raw = copy.deepcopy(tiny_ctx.params.raw)
     raw["data"]["eval_datasets"] = EVAL
+    if bm25_signal is not None:
+        raw["retrieval"]["fusion"]["bm25_signal"] = bm25_signal
     params = Params(raw=raw, profile=tiny_ctx.profile, path=tiny_ctx.params.path)
     return StageContext(params=params, data_root=tiny_ctx.data_root, artifacts=tiny_ctx.artifacts)
 
@@ -50,7 +53,9 @@ def built(tmp_path_factory, shared_data, repo_root):
     from uniret.stages import bm25
 
     tmp = tmp_path_factory.mktemp("index-stage")
-    ctx = _small_ctx(make_context(repo_root / "params.yaml", "tiny", str(shared_data), tmp / "artifacts"))
+    # the RM3 signal (not the default): the index stage then searches the dev sets with RM3 itself
+    ctx = _small_ctx(make_context(repo_root / "params.yaml", "tiny", str(shared_data), tmp / "artifacts"),
+                     bm25_signal="bm25_rm3")
     _validated(ctx, shared_data)
     bm25.run(ctx)
     model = build_model(ModelConfig(arch="unifier", backbone="splade-tiny", query_max_length=32, doc_max_length=128))
@@ -79,6 +84,25 @@ def test_index_stage_writes_a_complete_bundle(built):
         assert manifest["parity"][key] >= 0.9999
     assert metrics["parity"] == manifest["parity"]
     assert (ctx.stage_dir("index") / MANIFEST).is_file()
+    # hybrid_bm25's weights were learned over the RM3-expanded BM25 signal the params chose
+    entry = manifest["fusion"]["modes"]["hybrid_bm25"]
+    assert entry["runs"] == ["lexical", "dense", "bm25_rm3"] and 0.0 <= entry["dev_single"]["bm25_rm3"] <= 1.0
+
+
+@pytest.mark.slow
+def test_a_bundle_built_before_the_bm25_signal_setting_keeps_plain_bm25(built, tmp_path):
+    """Its learned hybrid_bm25 weights fuse plain BM25 (and its BM25 index may lack the document
+    vectors RM3 reads), so opening it must not take the signal from anywhere but its manifest."""
+    import shutil
+
+    ctx, _ = built
+    old = tmp_path / "bundle"
+    shutil.copytree(ctx.stage_dir("index") / "bundle", old)
+    manifest = json.loads((old / "manifest.json").read_text())
+    del manifest["params"]["retrieval"]["fusion"]["bm25_signal"]
+    (old / "manifest.json").write_text(json.dumps(manifest))
+    assert open_bundle(old).retrieval.fusion.bm25_signal == "bm25"
+    assert open_bundle(ctx.stage_dir("index") / "bundle").retrieval.fusion.bm25_signal == "bm25_rm3"
 
 
 @pytest.mark.slow

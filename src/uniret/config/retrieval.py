@@ -64,10 +64,9 @@ class FusionConfig:
     # bundle records weights learned on the dev split (index stage, `index.fusion`)
     # hybrid_bm25: the same over `runs` + BM25 as one more signal
     alpha: float = 0.5
-    # hybrid_bm25's BM25 signal: plain BM25, or BM25 with RM3 expansion (bm25.rm3). Dev nDCG@10 of
-    # the served fusion (SciFact carve + NFCorpus dev) 0.5586 -> 0.5622 with RM3 (README); bundles
-    # built before this setting existed keep plain BM25 (retrieval.bundle)
-    bm25_signal: Literal["bm25", "bm25_rm3"] = "bm25_rm3"
+    # hybrid_bm25's BM25 signal: plain BM25, or BM25 with RM3 expansion (bm25.rm3; README, "RM3");
+    # bundles built before this setting existed fuse plain BM25 (retrieval.bundle)
+    bm25_signal: Literal["bm25", "bm25_rm3"] = "bm25"
     rrf_k: int = 60  # Cormack et al. 2009
     depth: int = 1000  # docs taken from each fused run
     # docs taken from BM25's run. Lucene pays per returned hit (stored docid + a JNI call): measured
