@@ -4,11 +4,12 @@ from __future__ import annotations
 
 # Every mode a Searcher can be built for (uni_gated: models with a query gate); params.yaml
 # `retrieval.modes` picks a subset.
-# bm25_rm3: BM25 with RM3 query expansion (bm25.rm3), also hybrid_bm25's third signal by default
+# bm25_rm3: BM25 with RM3 query expansion (bm25.rm3); hybrid_bm25 may take it as its third signal
 MODES = ("bm25", "bm25_rm3", "dense", "lexical", "uni", "uni_gated", "hybrid", "hybrid_bm25", "rrf", "exhaustive",
          "clear")
-# the default subset of retrieval.modes (every mode but uni_gated, which needs a gated model)
-DEFAULT_MODES = tuple(m for m in MODES if m != "uni_gated")
+# the default subset of retrieval.modes: every mode but uni_gated, which needs a gated model, and
+# bm25_rm3, which needs a BM25 index with document vectors (a fusion builds it when it takes it)
+DEFAULT_MODES = tuple(m for m in MODES if m not in ("uni_gated", "bm25_rm3"))
 # modes a bundle is evaluated in (recipe eval_modes / serve_mode): all but BM25 alone (the bm25
 # source scores it); bm25_rm3 is listed so that a recipe can show its fusion's BM25 signal alone
 EVAL_MODES = ("bm25_rm3", "dense", "lexical", "uni", "hybrid", "hybrid_bm25", "rrf", "exhaustive", "clear")

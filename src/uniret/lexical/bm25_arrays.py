@@ -21,10 +21,10 @@ sorted collector: `uniret.IdOrder` orders the top k + TIE_SLACK hits collected b
 tests/lexical/test_bm25_arrays.py checks ids, scores and order of every path against Bm25Searcher.
 
 With `rm3=True` the searcher answers as SimpleSearcher after `set_rm3(fb_terms, fb_docs, weight)`
-(cfg.rm3): the first search takes the top `rerankcutoff` hits (Anserini's default), and the same
-reranker cascade (Rm3Reranker, then the tie adjuster) expands the query from the term vectors of
-the top `fb_docs` and searches again; the hits are read as arrays. The index must store document
-vectors (the bm25 stage's indexes do).
+(cfg.rm3): Anserini's own Rm3Reranker expands the query from the term vectors of the first
+search's top `fb_docs` hits, and the expanded query (the same weighted terms) runs on the path
+above, tie adjustment included. The index must store document vectors (the bm25 stage's indexes
+do); tests/lexical/test_bm25_arrays.py checks ids and scores against SimpleSearcher's.
 
 Lucene doc ids are mapped to external doc ids through a table read once when the index is opened.
 That is sound because a Lucene doc id is stable for one open reader of an unchanging index: the
@@ -104,6 +104,7 @@ class Bm25ArraySearcher:
         self._order = self._id_order() if self._arrays is not None and by_score else None
 
     def _require_term_vectors(self) -> None:
+        """Refuse (and close) an index whose `contents` field has no stored term vectors."""
         infos = java_class("org.apache.lucene.index.FieldInfos").getMergedFieldInfos(self._reader)
         field_info = infos.fieldInfo(CONTENTS_FIELD)
         if self._reader.maxDoc() > 0 and (field_info is None or not field_info.hasVectors()):
@@ -184,8 +185,7 @@ class Bm25ArraySearcher:
         should = java_class("org.apache.lucene.search.BooleanClause$Occur").SHOULD
         term_query, boost_query = java_class("org.apache.lucene.search.TermQuery"), java_class("org.apache.lucene.search.BoostQuery")
         term = java_class("org.apache.lucene.index.Term")
-        entries = context.feedbackTerms.entrySet().toArray()
-        for entry in entries:
+        for entry in context.feedbackTerms.entrySet().toArray():
             builder.add(boost_query(term_query(term(CONTENTS_FIELD, entry.getKey())), float(entry.getValue())), should)
         return builder.build()
 

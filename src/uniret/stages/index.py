@@ -165,7 +165,8 @@ def _learn_fusion(ctx: StageContext, cfg: IndexConfig, rcfg: RetrievalConfig, da
     dev_path = ctx.require("bm25") / DEV_QRELS
     if not cfg.fusion.enabled or not modes or not dev_path.is_file():
         return None
-    heads = sorted({m for mode in modes for m in fused_runs(mode, rcfg)} - {"bm25"})  # (+ bm25_rm3: searched)
+    # every fused run but the bm25 stage's own (bm25_rm3, when fused, is searched by _tuning_runs)
+    heads = sorted({m for mode in modes for m in fused_runs(mode, rcfg)} - {"bm25"})
     bm25_cfg = ctx.params.section("bm25")
     bm25_indexes = ctx.require("bm25") / BM25_INDEXES
     sets: list[tuple[str, dict, dict[str, Any]]] = []  # (name, qrels, runs)
