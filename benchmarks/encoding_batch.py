@@ -3,13 +3,16 @@ bundle's ONNX document graph (the index and evaluate stages'; doc.int8.onnx when
 
 Usage: python benchmarks/encoding_batch.py --checkpoint artifacts/continual/model \
            --bundle artifacts/index/bundle [--batches 32 16] [--docs 192] [--rounds 2] \
+           [--dataset scifact] [--encoders torch onnx] [--arena on off shrink] \
            [--data ../shared/data] [--out benchmarks/results/encoding_batch.json]
 
 Each (encoder, batch) runs in its own process, interleaved per round: it encodes one warm-up
 batch, then the first `--docs` SciFact documents (length-sorted batches, as the stages encode),
 and reports docs/s and its peak RSS (VmHWM: Linux carries ru_maxrss over fork and exec). Torch
-runs in fp32 on 2 threads; ONNX Runtime with its default threads. Take it on an otherwise idle
-machine.
+runs in fp32 on 2 threads; ONNX Runtime with its default threads. `--arena` measures the ONNX rows
+with ONNX Runtime's CPU memory arena on (uniret's setting), off, or shrunk after every run
+(RunOptions `memory.enable_memory_arena_shrinkage`); the arena grows over a long corpus pass.
+Take it on an otherwise idle machine.
 """
 
 from __future__ import annotations
@@ -28,6 +31,43 @@ def vm_hwm_bytes() -> int:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) * 1024
     raise RuntimeError("/proc/self/status has no VmHWM line")
+
+
+def _arena_sessions(arena: str) -> None:
+    """Make uniret's ONNX sessions (uniret.retrieval.onnx_encoder._session) run with the CPU arena
+    `arena`: "on" leaves them as they are; "off" disables it; "shrink" shrinks it after every run."""
+    if arena == "on":
+        return
+    import onnxruntime as ort
+
+    import uniret.retrieval.onnx_encoder as onnx_encoder
+
+    made = onnx_encoder._session
+
+    def session(path: Path, threads: int | None):
+        if arena == "off":
+            opts = ort.SessionOptions()
+            opts.log_severity_level = 3
+            opts.enable_cpu_mem_arena = False
+            if threads:
+                opts.intra_op_num_threads = threads
+            return ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
+        inner = made(path, threads)
+        shrink = ort.RunOptions()
+        shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+
+        class Shrinking:
+            """The session, every run followed by an arena shrink."""
+
+            def __getattr__(self, name):
+                return getattr(inner, name)
+
+            def run(self, names, feeds, run_options=None):
+                return inner.run(names, feeds, shrink)
+
+        return Shrinking()
+
+    onnx_encoder._session = session
 
 
 def _encoder(kind: str, batch: int, checkpoint: Path, bundle: Path):
@@ -54,19 +94,22 @@ def _encoder(kind: str, batch: int, checkpoint: Path, bundle: Path):
     return encoder, doc_file or "doc.onnx"
 
 
-def measure(kind: str, batch: int, checkpoint: Path, bundle: Path, data: Path, n_docs: int) -> dict:
+def measure(kind: str, batch: int, checkpoint: Path, bundle: Path, data: Path, n_docs: int, dataset: str = "scifact",
+            arena: str = "on") -> dict:
     """docs/s and peak RSS of one encoder at one batch size (call it in a fresh process)."""
     from itertools import islice
 
     from uniret.data.beir import BeirDataset
 
-    texts = [d.contents for d in islice(BeirDataset(data / "scifact").iter_corpus(), n_docs)]
+    texts = [d.contents for d in islice(BeirDataset(data / dataset).iter_corpus(), n_docs)]
+    _arena_sessions(arena if kind == "onnx" else "on")
     encoder, graph = _encoder(kind, batch, checkpoint, bundle)
     encoder.encode(texts[:batch], is_query=False)
     start = time.perf_counter()
     encoder.encode(texts, is_query=False)
     seconds = time.perf_counter() - start
-    return {"encoder": kind, "graph": graph, "batch": batch, "docs": len(texts),
+    return {"encoder": kind, "graph": graph, "batch": batch, "dataset": dataset, "docs": len(texts),
+            **({"arena": arena} if kind == "onnx" else {}),
             "docs_per_s": round(len(texts) / seconds, 2), "peak_rss_gb": round(vm_hwm_bytes() / 1e9, 3)}
 
 
@@ -78,25 +121,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=int, default=192)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--encoders", nargs="+", default=["torch", "onnx"], choices=["torch", "onnx"])
+    parser.add_argument("--dataset", default="scifact")
+    parser.add_argument("--arena", nargs="+", default=["on"], choices=["on", "off", "shrink"],
+                        help="ONNX Runtime CPU arena settings of the onnx rows")
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/encoding_batch.json"))
-    parser.add_argument("--child", nargs=2, metavar=("ENCODER", "BATCH"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=3, metavar=("ENCODER", "BATCH", "ARENA"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(measure(args.child[0], int(args.child[1]), args.checkpoint, args.bundle, args.data, args.docs)))
+        print(json.dumps(measure(args.child[0], int(args.child[1]), args.checkpoint, args.bundle, args.data, args.docs,
+                                 args.dataset, args.child[2])))
         return 0
     rows = []
     for round_no in range(1, args.rounds + 1):
-        for kind in args.encoders:
-            for batch in args.batches:
-                cmd = [sys.executable, __file__, "--checkpoint", str(args.checkpoint), "--bundle", str(args.bundle),
-                       "--data", str(args.data), "--docs", str(args.docs), "--child", kind, str(batch)]
-                done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-                if done.returncode != 0:
-                    raise SystemExit(f"{kind} batch {batch} failed:\n{done.stderr[-2000:]}")
-                row = {"round": round_no, **json.loads(done.stdout.strip().splitlines()[-1])}
-                print(json.dumps(row), flush=True)
-                rows.append(row)
+        runs = [(kind, batch, arena) for kind in args.encoders for batch in args.batches
+                for arena in (args.arena if kind == "onnx" else ["on"])]
+        for kind, batch, arena in runs:
+            cmd = [sys.executable, __file__, "--checkpoint", str(args.checkpoint), "--bundle", str(args.bundle),
+                   "--data", str(args.data), "--dataset", args.dataset, "--docs", str(args.docs),
+                   "--child", kind, str(batch), arena]
+            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise SystemExit(f"{kind} batch {batch} arena {arena} failed:\n{done.stderr[-2000:]}")
+            row = {"round": round_no, **json.loads(done.stdout.strip().splitlines()[-1])}
+            print(json.dumps(row), flush=True)
+            rows.append(row)
     from uniret.utils.files import atomic_write_json
 
     atomic_write_json(args.out, {"checkpoint": str(args.checkpoint), "bundle": str(args.bundle),
