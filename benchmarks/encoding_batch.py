@@ -113,6 +113,18 @@ def measure(kind: str, batch: int, checkpoint: Path, bundle: Path, data: Path, n
             "docs_per_s": round(len(texts) / seconds, 2), "peak_rss_gb": round(vm_hwm_bytes() / 1e9, 3)}
 
 
+def _shown(path: Path) -> str:
+    """`path` as results may record it: relative to the working folder, else from its `artifacts`
+    folder on (committed results must not name one machine's folders)."""
+    from uniret.utils.files import shown_path
+
+    shown = shown_path(path, Path.cwd())
+    parts = Path(shown).parts
+    if Path(shown).is_absolute() and "artifacts" in parts:
+        return str(Path(*parts[parts.index("artifacts"):]))
+    return shown
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", type=Path, required=True)
@@ -148,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
     from uniret.utils.files import atomic_write_json
 
-    atomic_write_json(args.out, {"checkpoint": str(args.checkpoint), "bundle": str(args.bundle),
+    atomic_write_json(args.out, {"checkpoint": _shown(args.checkpoint), "bundle": _shown(args.bundle),
                                  "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "rows": rows})
     return 0
 

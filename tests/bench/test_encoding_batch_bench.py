@@ -19,7 +19,10 @@ def test_encoding_batch_probe_reports_each_encoder_and_batch(repo_root, shared_d
     subprocess.run([sys.executable, str(repo_root / "benchmarks" / "encoding_batch.py"), "--checkpoint", str(checkpoint),
                     "--bundle", str(tiny_bundle), "--data", str(shared_data), "--batches", "8", "4", "--docs", "24",
                     "--rounds", "1", "--arena", "on", "shrink", "--out", str(out)], check=True, cwd=tmp_path, timeout=900)
-    rows = json.loads(out.read_text())["rows"]
+    result = json.loads(out.read_text())
+    # committed results name no machine's folders: the bundle lies outside the working folder here
+    assert result["bundle"] == "artifacts/index/bundle" and not Path(result["checkpoint"]).is_absolute()
+    rows = result["rows"]
     assert [(r["encoder"], r["batch"], r.get("arena")) for r in rows] == [
         ("torch", 8, None), ("torch", 4, None), ("onnx", 8, "on"), ("onnx", 8, "shrink"), ("onnx", 4, "on"),
         ("onnx", 4, "shrink")]
