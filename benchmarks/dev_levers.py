@@ -104,8 +104,10 @@ def dev_sets(artifacts: Path, data_root: Path, params, bundle) -> list[DevSet]:
     """SciFact's dev carve and each data.dev dataset's dev split, with exact lexical/dense runs over
     the bundle's encodings (read from the index stage's cache, else encoded) and the BM25 runs."""
     data = params.section("data")
-    key = bundle_encoder_key(bundle.manifest, bundle.path / ONNX_DIR)
-    cache = artifacts / params.section("encoding").cache_dir
+    encoding = params.section("encoding")  # corpora at the corpus-pass batch size, as the index stage
+    key = bundle_encoder_key(bundle.manifest, bundle.path / ONNX_DIR, encoding.batch_size)
+    doc_encoder = bundle.encoder.with_batch_size(encoding.batch_size)
+    cache = artifacts / encoding.cache_dir
     carve = read_qrels(artifacts / "bm25" / DEV_QRELS)
     train = BeirDataset(data_root / data.train_dataset)
     specs = [(train, {q: t for q, t in train.split_queries(data.train_split).items() if q in carve}, carve,
@@ -120,7 +122,7 @@ def dev_sets(artifacts: Path, data_root: Path, params, bundle) -> list[DevSet]:
         docids = [d.id for d in docs]
         encoded = cached_corpus_encoding(
             cache, key, ds.corpus_path, docids,
-            lambda docs=docs: bundle.encoder.encode([d.contents for d in docs], is_query=False), label=f"dev/{ds.name}")
+            lambda docs=docs: doc_encoder.encode([d.contents for d in docs], is_query=False), label=f"dev/{ds.name}")
         searchers = build_searchers(memory_corpus_index(docids, encoded, bundle.retrieval), bundle.retrieval,
                                     bundle.encoder, modes=["lexical", "dense"])
         batch = encode_queries(queries, bundle.encoder)

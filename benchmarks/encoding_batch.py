@@ -3,15 +3,17 @@ bundle's ONNX document graph (the index and evaluate stages'; doc.int8.onnx when
 
 Usage: python benchmarks/encoding_batch.py --checkpoint artifacts/continual/model \
            --bundle artifacts/index/bundle [--batches 32 16] [--docs 192] [--rounds 2] \
-           [--dataset scifact] [--encoders torch onnx] [--arena on off shrink] \
+           [--dataset scifact] [--encoders torch onnx] [--arena on pattern off shrink] \
            [--data ../shared/data] [--out benchmarks/results/encoding_batch.json]
 
 Each (encoder, batch) runs in its own process, interleaved per round: it encodes one warm-up
 batch, then the first `--docs` SciFact documents (length-sorted batches, as the stages encode),
 and reports docs/s and its peak RSS (VmHWM: Linux carries ru_maxrss over fork and exec). Torch
 runs in fp32 on 2 threads; ONNX Runtime with its default threads. `--arena` measures the ONNX rows
-with ONNX Runtime's CPU memory arena on (uniret's setting), off, or shrunk after every run
-(RunOptions `memory.enable_memory_arena_shrinkage`); the arena grows over a long corpus pass.
+with uniret's memory setting (`on`: CPU arena on, no memory pattern for the document graph), with
+ONNX Runtime's default memory pattern (`pattern`: a planned block per input shape, which grew the
+arena over a long corpus pass), with the arena off, or shrunk after every run (RunOptions
+`memory.enable_memory_arena_shrinkage`).
 Take it on an otherwise idle machine.
 """
 
@@ -34,8 +36,10 @@ def vm_hwm_bytes() -> int:
 
 
 def _arena_sessions(arena: str) -> None:
-    """Make uniret's ONNX sessions (uniret.retrieval.onnx_encoder._session) run with the CPU arena
-    `arena`: "on" leaves them as they are; "off" disables it; "shrink" shrinks it after every run."""
+    """Make uniret's ONNX sessions (uniret.retrieval.onnx_encoder._session) run with the memory
+    setting `arena`: "on" leaves them as they are (CPU arena on, no memory pattern for documents);
+    "pattern" plans memory per input shape as ONNX Runtime does by default (uniret before
+    2026-11-26); "off" disables the arena; "shrink" shrinks it after every run."""
     if arena == "on":
         return
     import onnxruntime as ort
@@ -44,15 +48,18 @@ def _arena_sessions(arena: str) -> None:
 
     made = onnx_encoder._session
 
-    def session(path: Path, threads: int | None):
+    def session(path: Path, threads: int | None, memory_pattern: bool = True):
+        if arena == "pattern":
+            return made(path, threads, memory_pattern=True)
+        inner = made(path, threads, memory_pattern)
         if arena == "off":
             opts = ort.SessionOptions()
             opts.log_severity_level = 3
+            opts.enable_mem_pattern = memory_pattern
             opts.enable_cpu_mem_arena = False
             if threads:
                 opts.intra_op_num_threads = threads
             return ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
-        inner = made(path, threads)
         shrink = ort.RunOptions()
         shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
 
@@ -134,8 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--encoders", nargs="+", default=["torch", "onnx"], choices=["torch", "onnx"])
     parser.add_argument("--dataset", default="scifact")
-    parser.add_argument("--arena", nargs="+", default=["on"], choices=["on", "off", "shrink"],
-                        help="ONNX Runtime CPU arena settings of the onnx rows")
+    parser.add_argument("--arena", nargs="+", default=["on"], choices=["on", "pattern", "off", "shrink"],
+                        help="ONNX Runtime memory settings of the onnx rows (on: uniret's)")
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/encoding_batch.json"))
     parser.add_argument("--child", nargs=3, metavar=("ENCODER", "BATCH", "ARENA"), help=argparse.SUPPRESS)

@@ -78,6 +78,27 @@ def test_int8_document_graph_is_kept_within_its_bounds_and_used_for_corpora(onnx
     assert not list(onnx_dir.glob(".doc.int8.*"))
 
 
+def test_int8_document_encodings_depend_on_their_batch_and_share_sessions_across_batch_sizes(onnx_dir, tiny_bundle):
+    """Why the corpus passes share one batch size and the cache key holds it: dynamic int8 quantises
+    each batch's activations with one scale, so a document's encoding depends on its batch mates."""
+    from uniret.config.retrieval import DocQuantizeConfig
+    from uniret.export.quantize import quantize_doc_encoder
+
+    cfg = DocQuantizeConfig(enabled=True, min_cosine=0.5, min_top10_overlap=0.0, docs=3)
+    assert quantize_doc_encoder(onnx_dir, _encoder(onnx_dir, tiny_bundle), QUERIES, DOCS, cfg)["used"] is True
+    batch8 = _encoder(onnx_dir, tiny_bundle)
+    batch1 = batch8.with_batch_size(1)
+    assert batch1.batch_size == 1 and batch8.batch_size == 8
+    assert batch1.session(False) is batch8.session(False)  # one session per graph, whatever the batch
+    together, alone = batch8.encode(DOCS, False), batch1.encode(DOCS, False)
+    assert not np.array_equal(together.sparse.toarray(), alone.sparse.toarray())
+    fresh = OnnxEncoder(onnx_dir, batch8.tokenizer, 1, 32, 96, 1)
+    assert np.array_equal(fresh.encode(DOCS, False).sparse.toarray(), alone.sparse.toarray())
+    # corpus passes feed many shapes: the document session plans no memory per shape (README)
+    assert batch8.session(False).get_session_options().enable_mem_pattern is False
+    assert batch8.session(True).get_session_options().enable_mem_pattern is True
+
+
 def test_int8_document_graph_below_its_bounds_or_disabled_is_not_written(onnx_dir, tiny_bundle):
     from uniret.config.retrieval import DocQuantizeConfig
     from uniret.export.quantize import quantize_doc_encoder

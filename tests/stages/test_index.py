@@ -165,6 +165,36 @@ def test_load_searchers_and_the_evaluate_run_source(built):
     assert again["uni"]["nfcorpus"] == runs["uni"]["nfcorpus"]
 
 
+@pytest.mark.slow
+def test_the_evaluate_source_encodes_corpora_at_the_corpus_pass_batch_size(built, monkeypatch):
+    """Like the index stage, not at the bundle's query batch size: an int8 document graph's encodings
+    depend on the batch (one activation scale per batch), and the cache key says which batch made them."""
+    import uniret.retrieval.corpus_cache as corpus_cache
+    import uniret.retrieval.sharded as sharded
+    from uniret.evaluation.bundle_source import BundleSource, bundle_encoder_key
+    from uniret.retrieval.bundle import ONNX_DIR
+
+    ctx, _ = built
+    batch = ctx.params.section("encoding").batch_size
+    assert batch != ctx.params.section("retrieval").query_batch_size  # else this test shows nothing
+    keys, batches = [], []
+    monkeypatch.setattr(corpus_cache, "cached_corpus_encoding",  # no cache: encode every corpus
+                        lambda root, key, path, ids, encode, label: keys.append(key) or encode())
+    real = sharded.encode_corpus
+
+    def spy(encoder, spec, *args, **kwargs):
+        batches.append((encoder.batch_size, spec.batch_size))
+        return real(encoder, spec, *args, **kwargs)
+
+    monkeypatch.setattr(sharded, "encode_corpus", spy)
+    source = BundleSource()
+    source.runs(ctx)
+    bundle = ctx.stage_dir("index") / "bundle"
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert batches == [(batch, batch)]  # nfcorpus (scifact is the bundle's own corpus)
+    assert keys == [bundle_encoder_key(manifest, bundle / ONNX_DIR, batch)]
+
+
 def test_find_checkpoint_prefers_the_most_trained_stage(tiny_ctx):
     for stage in ("warmup", "continual"):
         (tiny_ctx.stage_dir(stage) / "model").mkdir(parents=True)

@@ -20,7 +20,7 @@ import logging
 from pathlib import Path
 
 from uniret.evaluation.sources import Runs, SourceUnavailable, eval_datasets
-from uniret.retrieval.corpus_cache import checkpoint_key
+from uniret.retrieval.corpus_cache import checkpoint_key, int8_form
 from uniret.retrieval.onnx_encoder import DOC_INT8_FILE
 from uniret.runtime import StageContext
 from uniret.utils.files import hash_path
@@ -32,13 +32,16 @@ BM25_INDEXES = "indexes"  # artifacts/bm25/indexes/<dataset>
 SKIPPED_MODES = ("bm25",)  # scored by the bm25 source
 
 
-def bundle_encoder_key(manifest: dict, onnx_dir: Path) -> str:
-    """Cache identity of the bundle's encoder: its checkpoint's (as the torch sources key it, unless
-    the bundle encodes documents with an int8 graph), else its graphs."""
+def bundle_encoder_key(manifest: dict, onnx_dir: Path, batch_size: int) -> str:
+    """Cache identity of the bundle's document encodings at `batch_size`: its checkpoint's (as the
+    torch sources key it, unless the bundle encodes documents with an int8 graph, whose encodings
+    depend on the batch size), else its graphs'."""
     info = manifest.get("model") or {}
+    int8_batch = batch_size if (onnx_dir / DOC_INT8_FILE).is_file() else None
     if info.get("config") and info.get("checkpoint_sha256"):
-        return checkpoint_key(info["config"], info["checkpoint_sha256"], (onnx_dir / DOC_INT8_FILE).is_file())
-    return "onnx-" + hashlib.sha256(f"{hash_path(onnx_dir)}|{manifest['doc_max_length']}".encode()).hexdigest()[:24]
+        return checkpoint_key(info["config"], info["checkpoint_sha256"], int8_batch)
+    form = f"|{int8_form(int8_batch)}" if int8_batch is not None else ""
+    return "onnx-" + hashlib.sha256(f"{hash_path(onnx_dir)}|{manifest['doc_max_length']}{form}".encode()).hexdigest()[:24]
 
 
 class BundleSource:
@@ -71,11 +74,15 @@ class BundleSource:
         cfg = ctx.params.section("retrieval")
         data = ctx.params.section("data")
         bundle = open_bundle(self._bundle_dir(ctx), cfg)
-        cache_root = ctx.artifacts / ctx.params.section("encoding").cache_dir
-        model_id = bundle_encoder_key(bundle.manifest, bundle.path / ONNX_DIR)
+        encoding = ctx.params.section("encoding")
+        cache_root = ctx.artifacts / encoding.cache_dir
+        # corpora go through at the corpus-pass batch size, as the index stage encodes them (the
+        # bundle's own encoder batches queries at retrieval.query_batch_size)
+        doc_encoder = bundle.encoder.with_batch_size(encoding.batch_size)
+        model_id = bundle_encoder_key(bundle.manifest, bundle.path / ONNX_DIR, encoding.batch_size)
         modes = [m for m in (self.modes or cfg.modes) if m not in SKIPPED_MODES]
         dist = ctx.params.section("distributed")  # encode_shards > 1: worker processes rebuild the ONNX encoder
-        spec = EncoderSpec("onnx", str(bundle.path / ONNX_DIR), bundle.encoder.batch_size,
+        spec = EncoderSpec("onnx", str(bundle.path / ONNX_DIR), encoding.batch_size,
                            bundle.manifest["query_max_length"], bundle.manifest["doc_max_length"],
                            tokenizer=str(bundle.path / TOKENIZER_DIR))
         runs: Runs = {}
@@ -90,7 +97,7 @@ class BundleSource:
             else:
                 encoded = cached_corpus_encoding(
                     cache_root, model_id, dataset.corpus_path, docids,
-                    lambda docs=docs: encode_corpus(bundle.encoder, spec, [d.contents for d in docs],
+                    lambda docs=docs: encode_corpus(doc_encoder, spec, [d.contents for d in docs],
                                                     [d.id for d in docs], dist.encode_shards, dist.encode_threads),
                     label=f"bundle/{name}",
                 )

@@ -43,10 +43,20 @@ def encoder_key(config: dict | None, weights: str, name: str = "") -> str:
 INT8_DOC_FORM = "int8-docs-v2"
 
 
-def checkpoint_key(config: dict, checkpoint_sha256: str, int8_docs: bool = False) -> str:
+def int8_form(batch_size: int) -> str:
+    """The int8 document graph's encoding form at `batch_size`. Its activations are quantised with one
+    scale per batch (dynamic int8), so a document's encoding depends on its batch mates: encodings
+    made at another batch size differ (NFCorpus at 32 vs 64: median cosine 0.996) and are another entry."""
+    return f"{INT8_DOC_FORM}|batch{batch_size}"
+
+
+def checkpoint_key(config: dict, checkpoint_sha256: str, int8_batch_size: int | None = None) -> str:
     """Cache identity of a checkpoint's corpus encodings: the torch model's and its fp32 ONNX graph's
-    are the same (export parity), an int8 document graph's are not, so they get their own key."""
-    return encoder_key(config, f"{checkpoint_sha256}|{INT8_DOC_FORM}" if int8_docs else checkpoint_sha256)
+    are the same (export parity); an int8 document graph's (`int8_batch_size`: the batch size it
+    encodes at) are not, so they get their own key."""
+    if int8_batch_size is None:
+        return encoder_key(config, checkpoint_sha256)
+    return encoder_key(config, f"{checkpoint_sha256}|{int8_form(int8_batch_size)}")
 
 
 def model_key(model, checkpoint: Path | None = None) -> str:

@@ -6,6 +6,7 @@ bundle without importing the exporter.
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,11 +23,17 @@ DOC_FILE = "doc.onnx"
 DOC_INT8_FILE = "doc.int8.onnx"  # int8 document graph for corpus passes, when its parity bounds held
 
 
-def _session(path: Path, threads: int | None) -> ort.InferenceSession:
+def _session(path: Path, threads: int | None, memory_pattern: bool = True) -> ort.InferenceSession:
+    """An ONNX Runtime session of `path`; `memory_pattern` False for graphs fed many input shapes."""
     opts = ort.SessionOptions()
     opts.log_severity_level = 3  # warnings about unused initialisers etc. are noise here
     if threads:
         opts.intra_op_num_threads = threads
+    # ONNX Runtime plans one memory block per input shape and keeps it in its CPU arena. A corpus
+    # pass feeds every padded length once (length-sorted batches), so the arena grew with each new
+    # shape: 1,200 NFCorpus documents through the int8 document graph peaked at 4.3 GB with the
+    # pattern, 2.1 GB without, at the same docs/s (benchmarks/encoding_batch.py --arena; README).
+    opts.enable_mem_pattern = memory_pattern
     # No busy-waiting between ops: spinning intra-op threads fight concurrent requests and other
     # processes for the cores (batch-1 queries on a busy 2-core box: p50 16.6 -> 7.9 ms).
     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
@@ -63,8 +70,17 @@ class OnnxEncoder:
             with self._lock:
                 found = self._sessions.get(is_query)
                 if found is None:
-                    found = self._sessions[is_query] = _session(self.paths[is_query], self.threads)
+                    # queries (<= query_max_length shapes, batch 1 in serving) keep the pattern
+                    found = self._sessions[is_query] = _session(self.paths[is_query], self.threads,
+                                                                memory_pattern=is_query)
         return found
+
+    def with_batch_size(self, batch_size: int) -> OnnxEncoder:
+        """This encoder at another batch size, sharing its sessions (e.g. a corpus pass's batches
+        beside serving's query batches)."""
+        other = copy.copy(self)
+        other.batch_size = batch_size
+        return other
 
     def outputs(self, is_query: bool) -> list[str]:
         """Output names of the query or document graph."""

@@ -83,11 +83,14 @@ def _model_info(ctx: StageContext, model, stage: str, model_dir: Path) -> dict[s
     }
 
 
-def _cache_key(info: dict[str, Any], int8_docs: bool) -> str | None:
-    """The checkpoint's encoding-cache key (shared with the evaluate stage's sources), if it has a config."""
+def _cache_key(info: dict[str, Any], int8_docs: bool, batch_size: int) -> str | None:
+    """The checkpoint's encoding-cache key (shared with the evaluate stage's sources), if it has a config;
+    `batch_size`: the corpus pass's, which int8 document encodings depend on."""
     from uniret.retrieval.corpus_cache import checkpoint_key
 
-    return checkpoint_key(info["config"], info["checkpoint_sha256"], int8_docs) if info.get("config") is not None else None
+    if info.get("config") is None:
+        return None
+    return checkpoint_key(info["config"], info["checkpoint_sha256"], batch_size if int8_docs else None)
 
 
 def _corpus_encoding(ctx: StageContext, key: str | None, dataset: BeirDataset, docs: list, encode):
@@ -251,7 +254,8 @@ def run(ctx: StageContext) -> dict[str, Any]:
         spec = EncoderSpec(cfg.corpus_encoder, str(bundle / ONNX_DIR if cfg.corpus_encoder == "onnx" else model_dir),
                            batch, qlen, dlen, tokenizer=str(bundle / TOKENIZER_DIR))
         info = _model_info(ctx, model, stage, model_dir)
-        cache_key = _cache_key(info, int8_docs["used"])
+        # the int8 graph's key only when it made them (a torch corpus pass makes the checkpoint's)
+        cache_key = _cache_key(info, int8_docs["used"] and cfg.corpus_encoder == "onnx", batch)
         encoded, encode_seconds = _corpus_encoding(
             ctx, cache_key, dataset, docs,
             lambda: encode_corpus(encoder, spec, [d.contents for d in docs], [d.id for d in docs],
