@@ -51,7 +51,6 @@ def _arena_sessions(arena: str) -> None:
     def session(path: Path, threads: int | None, memory_pattern: bool = True):
         if arena == "pattern":
             return made(path, threads, memory_pattern=True)
-        inner = made(path, threads, memory_pattern)
         if arena == "off":
             opts = ort.SessionOptions()
             opts.log_severity_level = 3
@@ -60,6 +59,7 @@ def _arena_sessions(arena: str) -> None:
             if threads:
                 opts.intra_op_num_threads = threads
             return ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
+        inner = made(path, threads, memory_pattern)
         shrink = ort.RunOptions()
         shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
 
