@@ -52,13 +52,7 @@ def _arena_sessions(arena: str) -> None:
         if arena == "pattern":
             return made(path, threads, memory_pattern=True)
         if arena == "off":
-            opts = ort.SessionOptions()
-            opts.log_severity_level = 3
-            opts.enable_mem_pattern = memory_pattern
-            opts.enable_cpu_mem_arena = False
-            if threads:
-                opts.intra_op_num_threads = threads
-            return ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
+            return made(path, threads, memory_pattern, cpu_arena=False)
         inner = made(path, threads, memory_pattern)
         shrink = ort.RunOptions()
         shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")

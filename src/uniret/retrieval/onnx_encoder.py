@@ -23,9 +23,12 @@ DOC_FILE = "doc.onnx"
 DOC_INT8_FILE = "doc.int8.onnx"  # int8 document graph for corpus passes, when its parity bounds held
 
 
-def _session(path: Path, threads: int | None, memory_pattern: bool = True) -> ort.InferenceSession:
-    """An ONNX Runtime session of `path`; `memory_pattern` False for graphs fed many input shapes."""
+def _session(path: Path, threads: int | None, memory_pattern: bool = True, cpu_arena: bool = True
+             ) -> ort.InferenceSession:
+    """An ONNX Runtime session of `path`; `memory_pattern` False for graphs fed many input shapes;
+    `cpu_arena` False only to measure it (off, corpus passes run a third slower; README)."""
     opts = ort.SessionOptions()
+    opts.enable_cpu_mem_arena = cpu_arena
     opts.log_severity_level = 3  # warnings about unused initialisers etc. are noise here
     if threads:
         opts.intra_op_num_threads = threads
