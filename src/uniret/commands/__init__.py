@@ -14,4 +14,5 @@ __all__ = [
     "recipes_cmd",
     "registry_cmd",
     "serve_cmd",
+    "significance_cmd",
 ]

@@ -6,6 +6,8 @@ from uniret.utils.lazy import lazy_exports
 _EXPORTS = {
     "BUNDLE": "bundle_source",
     "BundleSource": "bundle_source",
+    "compare_evaluated": "compare_systems",
+    "render_comparison": "compare_systems",
     "check_expected": "expected",
     "FolderRequest": "folder",
     "evaluate_folder": "folder",
@@ -21,6 +23,8 @@ _EXPORTS = {
     "compare": "regression",
     "render": "regression",
     "score_systems": "scoring",
+    "PairedComparison": "significance",
+    "paired_bootstrap": "significance",
     "Bm25Source": "sources",
     "RUN_SOURCES": "sources",
     "RunSource": "sources",

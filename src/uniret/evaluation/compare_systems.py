@@ -1,0 +1,74 @@
+"""Two evaluated systems, compared per dataset with a paired bootstrap over queries.
+
+Reads the evaluate stage's (or `uniret evaluate --data ...`'s) per_query/<system>/<dataset>.json
+and reports, per dataset and over several of them (the mean of the datasets' means, as the macro
+columns of metrics.md average), B - A with its bootstrap interval. Used by `uniret significance`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from uniret.core.errors import DataError, DataProblem
+from uniret.evaluation.outputs import PER_QUERY_DIR
+from uniret.evaluation.significance import PairedComparison, paired_bootstrap, per_query_pairs
+
+
+def read_per_query(evaluated: Path, system: str, dataset: str, metric: str) -> dict[str, float]:
+    """{query: metric} of one system on one dataset; errors name the file and the missing metric."""
+    path = evaluated / PER_QUERY_DIR / system / f"{dataset}.json"
+    if not path.is_file():
+        known = sorted(p.name for p in (evaluated / PER_QUERY_DIR).glob("*")) if (evaluated / PER_QUERY_DIR).is_dir() else []
+        raise FileNotFoundError(f"{path}: no per-query scores of {system!r} on {dataset!r} (systems there: {known})")
+    try:
+        rows = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise DataError(DataProblem(path, exc.lineno, None, f"not JSON: {exc.msg}")) from exc
+    if not isinstance(rows, dict):
+        raise DataError(DataProblem(path, None, None, "expected {query: {metric: value}}"))
+    missing = sorted(q for q, values in rows.items() if not isinstance(values, dict) or metric not in values)
+    if missing:
+        there = sorted(rows[missing[0]]) if isinstance(rows[missing[0]], dict) else []
+        raise DataError(DataProblem(path, None, f"{missing[0]}.{metric}",
+                                    f"query {missing[0]!r} has no {metric!r} (metrics there: {there})"))
+    return {q: float(values[metric]) for q, values in rows.items()}
+
+
+def datasets_of(evaluated: Path, system: str) -> list[str]:
+    """The datasets a system was scored on."""
+    return sorted(p.stem for p in (evaluated / PER_QUERY_DIR / system).glob("*.json"))
+
+
+def compare_evaluated(evaluated: Path, a: str, b: str, metric: str, datasets: Sequence[str],
+            groups: dict[str, Sequence[str]], resamples: int, seed: int) -> dict[str, PairedComparison]:
+    """{dataset or group name: B - A}; a group pools its datasets as the macro average does."""
+    pairs = {}
+    for d in datasets:
+        try:
+            pairs[d] = per_query_pairs(read_per_query(evaluated, a, d, metric), read_per_query(evaluated, b, d, metric), d)
+        except DataError:
+            raise
+        except ValueError as exc:  # the two files hold different queries
+            raise DataError(DataProblem(evaluated / PER_QUERY_DIR / b / f"{d}.json", None, None,
+                                        f"{exc} (against {a}/{d}.json)")) from exc
+    out = {d: paired_bootstrap({d: pairs[d]}, resamples, seed=seed) for d in datasets}
+    for name, members in groups.items():
+        if members:
+            out[name] = paired_bootstrap({d: pairs[d] for d in members}, resamples, seed=seed)
+    return out
+
+
+def render_comparison(results: dict[str, PairedComparison], a: str, b: str, metric: str) -> str:
+    """A markdown table: A, B, B - A and its interval, share of resamples where B is not better."""
+    level = next(iter(results.values())).level if results else 0.95
+    lines = [f"| {metric} | queries | {a} | {b} | {b} - {a} | {round(100 * level)}% interval | B not better |",
+             "| --- | ---: | ---: | ---: | ---: | --- | ---: |"]
+    for name, r in results.items():
+        queries = sum(int(s["queries"]) for s in r.per_set.values())
+        mean_a = sum(s["a"] for s in r.per_set.values()) / len(r.per_set)
+        mean_b = sum(s["b"] for s in r.per_set.values()) / len(r.per_set)
+        lines.append(f"| {name} | {queries} | {mean_a:.4f} | {mean_b:.4f} | {r.diff:+.4f} | "
+                     f"{r.ci_low:+.4f} .. {r.ci_high:+.4f} | {100 * r.share_not_better:.1f}% |")
+    return "\n".join(lines) + "\n"
