@@ -6,6 +6,8 @@
         --model-out DIR/continual/model
     python benchmarks/dev_levers.py prf --artifacts artifacts --registry registry
     python benchmarks/dev_levers.py bm25-signal --artifacts artifacts --registry registry
+    python benchmarks/dev_levers.py paired --artifacts A --bundle A/index/bundle \
+        --other-artifacts B --other-bundle B/index/bundle
 
 - fusion-norm: the served fusion's score normalisation. Per query, each signal's top 1000 (lexical,
   dense, BM25) is normalised by min-max (served), z-score, theoretical min-max (Bruch et al. 2023:
@@ -32,6 +34,11 @@
   fusion weights are learned on the dev grid as the index stage learns them, and the best dev
   score is reported with the variant's own score alone. RM3 reads document vectors: where the bm25
   stage's index lacks them (built before it stored them), a temporary index is built.
+- paired: is bundle B's served fusion better than bundle A's on dev, or lucky? Each bundle's
+  `hybrid_bm25` (its own learned weights) is scored per query on every dev set (each with its own
+  artifacts' BM25 runs and encoding cache), and a paired bootstrap over queries
+  (uniret.evaluation.significance) gives B - A, its 95% interval and the share of resamples where
+  B is not better. Reports each head's difference the same way.
 
 Inputs: a `make demo` artifacts folder (bm25 stage: dev qrels and BM25 dev runs; the index
 stage's encoding cache) and its bundle. Results: benchmarks/results/dev_levers.json, one key per
@@ -60,8 +67,9 @@ from uniret.config.sections import Rm3Config
 from uniret.core.runs import Run, ranked, read_run
 from uniret.data.beir import BeirDataset, iter_corpus, read_qrels
 from uniret.evaluation.bundle_source import bundle_encoder_key
-from uniret.evaluation.fusion_tuning import fused_metric, simplex_grid
+from uniret.evaluation.fusion_tuning import fused_metric, fused_run, simplex_grid
 from uniret.evaluation.metrics import evaluate_run
+from uniret.evaluation.significance import paired_bootstrap, per_query_pairs
 from uniret.retrieval.base import QueryBatch, encode_queries
 from uniret.retrieval.bm25 import Bm25ModeSearcher
 from uniret.retrieval.bundle import ONNX_DIR, fusion_weights_of, open_bundle
@@ -420,6 +428,32 @@ def bm25_signal(sets: list[DevSet], artifacts: Path, data_root: Path, cfg, step:
     return out
 
 
+def served_per_query(sets: list[DevSet], weights) -> dict[str, dict[str, dict[str, float]]]:
+    """{dev set: {system: {qid: nDCG@10}}} of the served fusion (`weights`) and of each signal alone."""
+    out = {}
+    for ds in sets:
+        matrices = _matrices("minmax", ds, {})
+        systems = {"hybrid_bm25": fused_run(matrices, weights, 10),
+                   **{s: {q: dict(ranked(ds.runs[s].get(q, {}), 10)) for q in ds.qrels} for s in SIGNALS}}
+        out[ds.name] = {name: {q: v[METRIC] for q, v in evaluate_run(ds.qrels, run, [METRIC], True)[0].items()}
+                        for name, run in systems.items()}
+    return out
+
+
+def paired(a: dict, b: dict, resamples: int, seed: int) -> dict:
+    """B - A per system (served fusion and each head) with a paired bootstrap over the dev queries."""
+    if set(a) != set(b):
+        raise SystemExit(f"paired: the bundles were scored on different dev sets: {sorted(a)} vs {sorted(b)}")
+    out = {}
+    for system in ("hybrid_bm25", "dense", "lexical"):
+        pairs = {name: per_query_pairs(a[name][system], b[name][system], name) for name in a}
+        result = paired_bootstrap(pairs, resamples, seed=seed).as_dict()
+        log.info("%s: B - A %+.4f (95%% %+.4f .. %+.4f; B not better in %.1f%% of resamples)", system,
+                 result["diff"], result["ci_low"], result["ci_high"], 100 * result["share_not_better"])
+        out[system] = result
+    return out
+
+
 def wise_checkpoint(checkpoint: Path, alpha: float, out: Path) -> dict:
     """Write alpha x the checkpoint's weights + (1 - alpha) x its pretrained start's to `out`."""
     from uniret.models.factory import build_model, load_model, save_model
@@ -435,9 +469,20 @@ def wise_checkpoint(checkpoint: Path, alpha: float, out: Path) -> dict:
     return {"checkpoint": str(checkpoint), "alpha": alpha, "model_out": str(out)}
 
 
+def _served_weights(bundle) -> list[float]:
+    weights = fusion_weights_of(bundle.manifest).get("hybrid_bm25")
+    if weights is None:
+        raise SystemExit(f"{bundle.path}: the bundle has no learned hybrid_bm25 weights")
+    return weights
+
+
+def _previous(out: Path) -> dict:
+    return json.loads(out.read_text()) if out.is_file() else {}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("lever", choices=["fusion-norm", "query-tower", "wise-checkpoint", "prf", "bm25-signal"])
+    parser.add_argument("lever", choices=["fusion-norm", "query-tower", "wise-checkpoint", "prf", "bm25-signal", "paired"])
     parser.add_argument("--artifacts", type=Path, default=Path("artifacts"))
     parser.add_argument("--registry", type=Path, default=Path("registry"), help="its production bundle is measured")
     parser.add_argument("--bundle", type=Path, default=None, help="a bundle folder instead of the registry's")
@@ -454,6 +499,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--alpha", type=float, default=0.75, help="wise-checkpoint: weight of the trained weights")
     parser.add_argument("--model-out", type=Path, default=None, help="wise-checkpoint: the checkpoint folder to write")
+    parser.add_argument("--other-artifacts", type=Path, default=None, help="paired: system B's artifacts folder")
+    parser.add_argument("--other-bundle", type=Path, default=None, help="paired: system B's bundle (default: its index stage's)")
+    parser.add_argument("--label", default=None, help="paired: the key B's result is stored under (default: its folder)")
+    parser.add_argument("--resamples", type=int, default=10000, help="paired: bootstrap resamples")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/dev_levers.json"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -471,10 +520,18 @@ def main(argv: list[str] | None = None) -> int:
     bundle = open_bundle(args.bundle)
     sets = dev_sets(args.artifacts, args.data, params, bundle)
     if args.lever == "prf":
-        weights = fusion_weights_of(bundle.manifest).get("hybrid_bm25")
-        if weights is None:
-            raise SystemExit(f"{bundle.path}: the bundle has no learned hybrid_bm25 weights")
-        result = prf(sets, weights)
+        result = prf(sets, _served_weights(bundle))
+    elif args.lever == "paired":
+        if args.other_artifacts is None:
+            raise SystemExit("paired needs --other-artifacts (system B's artifacts folder)")
+        other = open_bundle(args.other_bundle or args.other_artifacts / "index" / "bundle")
+        base = served_per_query(sets, _served_weights(bundle))
+        variant = served_per_query(dev_sets(args.other_artifacts, args.data, params, other), _served_weights(other))
+        label = args.label or shown_path(other.path, Path.cwd())
+        result = {"comparisons": {**(_previous(args.out).get("paired") or {}).get("comparisons", {}),
+                                  label: {"a": shown_path(bundle.path, Path.cwd()), "b": shown_path(other.path, Path.cwd()),
+                                          "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                          **paired(base, variant, args.resamples, args.seed)}}}
     elif args.lever == "bm25-signal":
         result = bm25_signal(sets, args.artifacts, args.data, params.section("bm25"), params.section("index").fusion.grid_step)
     elif args.lever == "fusion-norm":
@@ -484,7 +541,7 @@ def main(argv: list[str] | None = None) -> int:
         texts = _distill_texts(args.artifacts, args.data, params, args.seed)
         result = query_tower(sets, bundle, checkpoint, texts, args.layers, args.steps, args.batch, args.lr, args.seed,
                              args.rank_weight, sets[0].dense)  # sets[0]: the train dataset's dev carve
-    previous = json.loads(args.out.read_text()) if args.out.is_file() else {}
+    previous = _previous(args.out)
     previous[args.lever] = {"bundle": shown_path(bundle.path, Path.cwd()), "dev_sets": {d.name: len(d.qrels) for d in sets},
                             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **result}
     atomic_write_json(args.out, previous)

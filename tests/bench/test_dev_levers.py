@@ -162,3 +162,22 @@ def test_bm25_signal_swaps_the_fusions_bm25_run_and_indexes_again_for_rm3(levers
     assert rm3["rm3"] == {"fb_terms": 10, "fb_docs": 10, "original_query_weight": 0.5}
     assert rm3["alone"]["mini/dev"] != plain["alone"]["mini/dev"]  # the expansion changed the rankings
     assert out["best"] in out["variants"]
+
+
+def test_paired_scores_the_served_fusion_per_query_and_compares_the_bundles(levers):
+    # the toy set: with half dense, half BM25 the fusion ranks c, a, b (b judged: 1 / log2(4));
+    # BM25 alone ranks c, a, b too; dense alone a, c, b; the lexicon returns only a (b missed: 0)
+    ds = _prf_set(levers)
+    scores = levers.served_per_query([ds], (0.0, 0.5, 0.5))
+    assert scores["toy/dev"]["hybrid_bm25"] == pytest.approx({"q": 0.5})
+    assert scores["toy/dev"]["bm25"] == pytest.approx({"q": 0.5})
+    assert scores["toy/dev"]["lexical"] == {"q": 0.0}
+    # another bundle whose dense head ranks b first, served with all weight on it
+    better = levers.DevSet("toy/dev", ds.qrels, ds.queries, ds.docids, ds.dense,
+                           {**ds.runs, "dense": {"q": {"b": 2.0, "a": 1.0, "c": 0.0}}}, ds.sparse, ds.query_vectors)
+    out = levers.paired(scores, levers.served_per_query([better], (0.0, 1.0, 0.0)), resamples=50, seed=0)
+    assert out["hybrid_bm25"]["diff"] == pytest.approx(0.5)  # 0.5 -> 1.0 on the one query
+    assert out["dense"]["diff"] == pytest.approx(0.5)
+    assert out["lexical"]["diff"] == 0.0
+    with pytest.raises(SystemExit, match="different dev sets"):
+        levers.paired(scores, {"other/dev": scores["toy/dev"]}, resamples=10, seed=0)

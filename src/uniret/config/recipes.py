@@ -38,6 +38,10 @@ class RecipePlan:
     # lr: 2.0e-5}}: a 6-layer MiniLM step costs several SPLADE-tiny steps on a CPU, and a pretrained
     # retriever is fine-tuned gently. warmup_steps scale with max_steps unless given.
     train: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # per-stage training document length for this recipe, overriding training.<stage>.doc_max_length
+    # (e.g. {continual: 256}: one stage trains at the length the index encodes; README, "Training
+    # at the index's document length", measured what that buys the hybrid recipe on 2 cores)
+    train_doc_length: dict[str, int] = field(default_factory=dict)
 
     def validate(self) -> None:
         bad = [s for s in self.stages if s not in TRAINING_STAGES]
@@ -56,6 +60,12 @@ class RecipePlan:
         bad = sorted(set(self.train) - {"warmup", "reranker", "continual", "distill"})
         if bad:
             raise ValueError(f"train: overrides name training stages (warmup, reranker, continual, distill), got {bad}")
+        bad = sorted(set(self.train_doc_length) - {"warmup", "reranker", "continual", "distill"})
+        if bad:
+            raise ValueError(f"train_doc_length: keys name training stages (warmup, reranker, continual, distill), got {bad}")
+        bad = {s: n for s, n in self.train_doc_length.items() if not isinstance(n, int) or isinstance(n, bool) or n < 1}
+        if bad:
+            raise ValueError(f"train_doc_length: lengths must be integers >= 1, got {bad}")
         if self.serve_mode not in EVAL_MODES:
             raise ValueError(f"serve_mode: unknown mode {self.serve_mode!r}; known: {list(EVAL_MODES)}")
         bad = [m for m in self.eval_modes if m not in EVAL_MODES]

@@ -66,10 +66,9 @@ def _normalised(runs: Sequence[Run], qid: str) -> tuple[list[str], np.ndarray]:
     return cands, matrix
 
 
-def fused_metric(per_query: dict, qrels: Qrels, weights: Sequence[float], metric: str, depth: int,
-                 ignore_identical_ids: bool) -> float:
-    """Mean `metric` of the fusion `weights` @ matrix per query ({qid: (candidate ids, [n_runs,
-    n_cand] normalised scores)}), each query's top `depth` kept (ties: candidate order)."""
+def fused_run(per_query: dict, weights: Sequence[float], depth: int) -> Run:
+    """The fusion `weights` @ matrix per query ({qid: (candidate ids, [n_runs, n_cand] normalised
+    scores)}), each query's top `depth` kept (ties: candidate order)."""
     fused: Run = {}
     w = np.asarray(weights)
     for qid, (cands, matrix) in per_query.items():
@@ -78,7 +77,13 @@ def fused_metric(per_query: dict, qrels: Qrels, weights: Sequence[float], metric
         total = w @ matrix
         top = np.argsort(-total, kind="stable")[:depth]
         fused[qid] = {cands[i]: float(total[i]) for i in top}
-    return evaluate_run(qrels, fused, [metric], ignore_identical_ids)[1][metric]
+    return fused
+
+
+def fused_metric(per_query: dict, qrels: Qrels, weights: Sequence[float], metric: str, depth: int,
+                 ignore_identical_ids: bool) -> float:
+    """Mean `metric` of `fused_run(per_query, weights, depth)` over the judged queries."""
+    return evaluate_run(qrels, fused_run(per_query, weights, depth), [metric], ignore_identical_ids)[1][metric]
 
 
 def learn_fusion_weights(sets: Sequence[TuningSet], step: float, metric: str = "ndcg@10",

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import shutil
@@ -44,9 +45,13 @@ class ActiveRecipe:
         return stage in self.plan.stages
 
     def stage_config(self, stage: str) -> StageTrainingConfig:
-        """training.<stage> with this recipe's overrides of its `train` block (plan.train) applied."""
+        """training.<stage> with this recipe's overrides applied: its `train` block (plan.train) and
+        its training document length (plan.train_doc_length)."""
         cfg: StageTrainingConfig = getattr(self.training, stage)
-        return with_train_override(cfg, self.plan.train.get(stage) or {}, f"training.recipes.{self.name}.train.{stage}")
+        cfg = with_train_override(cfg, self.plan.train.get(stage) or {}, f"training.recipes.{self.name}.train.{stage}")
+        if stage in self.plan.train_doc_length:
+            cfg = dataclasses.replace(cfg, doc_max_length=self.plan.train_doc_length[stage])
+        return cfg
 
 
 def active_recipe(ctx: StageContext) -> ActiveRecipe:
