@@ -42,14 +42,13 @@ def datasets_of(evaluated: Path, system: str) -> list[str]:
 
 
 def compare_evaluated(evaluated: Path, a: str, b: str, metric: str, datasets: Sequence[str],
-            groups: dict[str, Sequence[str]], resamples: int, seed: int) -> dict[str, PairedComparison]:
+                      groups: dict[str, Sequence[str]], resamples: int, seed: int) -> dict[str, PairedComparison]:
     """{dataset or group name: B - A}; a group pools its datasets as the macro average does."""
     pairs = {}
     for d in datasets:
+        a_rows, b_rows = read_per_query(evaluated, a, d, metric), read_per_query(evaluated, b, d, metric)
         try:
-            pairs[d] = per_query_pairs(read_per_query(evaluated, a, d, metric), read_per_query(evaluated, b, d, metric), d)
-        except DataError:
-            raise
+            pairs[d] = per_query_pairs(a_rows, b_rows, d)
         except ValueError as exc:  # the two files hold different queries
             raise DataError(DataProblem(evaluated / PER_QUERY_DIR / b / f"{d}.json", None, None,
                                         f"{exc} (against {a}/{d}.json)")) from exc

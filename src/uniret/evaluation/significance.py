@@ -1,11 +1,11 @@
-"""How sure a dev comparison is: a paired bootstrap over queries.
+"""How sure a comparison of two systems is: a paired bootstrap over queries.
 
 Two systems scored on the same queries give one per-query difference each. With several dev sets
 the statistic is the one the index stage maximises when it learns fusion weights: the mean over
 the sets of each set's mean difference, so a large set does not drown a small one. Each resample
 draws every set's queries with replacement (sets stay apart), and the percentile interval of the
 resampled statistic says whether a gain of a few thousandths is more than the luck of which
-queries the dev sets hold (Efron & Tibshirani 1993; Sakai 2006 for IR evaluation).
+queries the sets hold (Efron & Tibshirani 1993; Sakai 2006 for IR evaluation).
 """
 
 from __future__ import annotations
