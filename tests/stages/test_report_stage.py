@@ -64,6 +64,12 @@ def test_report_writes_pngs_markdown_and_offline_wandb_run(ctx, tmp_path):
     (art / "index" / "bundle").mkdir()
     (art / "index" / "bundle" / "manifest.json").write_text(json.dumps({"metrics": {"mean_active_terms_doc": 7}}))
     _write_train_tsv(art / "warmup" / "metrics" / "train.tsv", sparsity=True)
+    # per-query scores: uni beats bm25 by 0.1 on every scifact query, ties on nfcorpus
+    for system, sci, nf in (("uni", [0.8, 0.6, 0.7], [0.3, 0.3]), ("bm25", [0.7, 0.5, 0.6], [0.3, 0.3])):
+        for ds, values in (("scifact", sci), ("nfcorpus", nf)):
+            path = art / "evaluate" / "per_query" / system / f"{ds}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({f"q{i}": {"ndcg@10": v} for i, v in enumerate(values)}))
     _write_train_tsv(art / "reranker" / "metrics" / "train.tsv", sparsity=False)
 
     out = report_stage.run(ctx)
@@ -77,6 +83,10 @@ def test_report_writes_pngs_markdown_and_offline_wandb_run(ctx, tmp_path):
     text = (report_dir / "report.md").read_text()
     assert "**BLOCKED**" in text and "nfcorpus: regressed" in text
     assert "| nfcorpus | 0.3000 | 0.3500 | -0.0500 | 0.3200 | -0.0200 |" in text
+    assert "### uni - bm25: 95% bootstrap intervals over the queries" in text
+    assert "| scifact | 3 | 0.6000 | 0.7000 | +0.1000 | +0.1000 .. +0.1000 | 0.0% |" in text
+    assert "| nfcorpus | 2 | 0.3000 | 0.3000 | +0.0000 | +0.0000 .. +0.0000 | 100.0% |" in text
+    assert "| macro | 5 |" in text  # scifact is the tiny profile's train dataset too: no zero-shot row of one
     assert "continual: no training log" in text  # absent logs are named, not silently dropped
     assert "![training loss](training_loss.png)" in text
     # stage wall times from the manifests, in DAG order, with their total
@@ -97,5 +107,6 @@ def test_report_without_gate_or_logs_says_so(ctx, monkeypatch):
     out = report_stage.run(ctx)
     text = (ctx.stage_dir("report") / "report.md").read_text()
     assert "No gate decision: gate decision not found at" in text
+    assert "(none: no per-query scores of uni under" in text  # an evaluate output without per_query/
     assert out["figures"] == ["metric_by_dataset.png"] and out["wandb"]["status"].startswith("skipped")
     assert "production column: no production bundle in the registry" in text

@@ -6,13 +6,16 @@ import argparse
 from pathlib import Path
 
 DEFAULT_EVALUATED = "artifacts/evaluate"
-MACRO = "macro"
-ZERO_SHOT = "zero_shot_macro"
 
 
 def _run(args: argparse.Namespace) -> int:
     from uniret.config.params import load_params
-    from uniret.evaluation.compare_systems import compare_evaluated, datasets_of, render_comparison
+    from uniret.evaluation.compare_systems import (
+        compare_evaluated,
+        datasets_of,
+        macro_groups,
+        render_comparison,
+    )
     from uniret.utils.files import atomic_write_json, shown_path
 
     evaluated = Path(args.evaluated)
@@ -20,9 +23,8 @@ def _run(args: argparse.Namespace) -> int:
     if not datasets:
         raise FileNotFoundError(f"{evaluated}: no per-query scores of {args.a!r}; run the evaluate stage first")
     train = load_params(args.params, args.profile).section("data").train_dataset
-    groups = {MACRO: datasets if len(datasets) > 1 else [],
-              ZERO_SHOT: [d for d in datasets if d != train] if len(datasets) > 2 and train in datasets else []}
-    results = compare_evaluated(evaluated, args.a, args.b, args.metric, datasets, groups, args.resamples, args.seed)
+    results = compare_evaluated(evaluated, args.a, args.b, args.metric, datasets, macro_groups(datasets, train),
+                                args.resamples, args.seed)
     print(render_comparison(results, args.a, args.b, args.metric), end="")
     if args.out:
         atomic_write_json(Path(args.out), {"a": args.a, "b": args.b, "metric": args.metric, "evaluated": shown_path(evaluated, Path.cwd()),

@@ -16,3 +16,9 @@ class ReportConfig:
     wandb_dir: str = ".cache/wandb"  # relative to the params file's folder; $WANDB_DIR overrides
     training_stages: list[str] = field(default_factory=lambda: ["warmup", "continual", "distill", "reranker"])
     figure_dpi: int = 100
+    # report.md's candidate-vs-baseline intervals: paired bootstrap resamples of the test queries (0: none)
+    significance_resamples: int = 10000
+
+    def validate(self) -> None:
+        if self.significance_resamples < 0:
+            raise ValueError(f"significance_resamples must be >= 0, got {self.significance_resamples}")

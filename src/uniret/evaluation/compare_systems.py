@@ -15,6 +15,8 @@ from uniret.core.errors import DataError, DataProblem
 from uniret.evaluation.outputs import PER_QUERY_DIR
 from uniret.evaluation.significance import PairedComparison, paired_bootstrap, per_query_pairs
 
+MACRO, ZERO_SHOT = "macro", "zero_shot_macro"  # the group rows, named like metrics.json's macros
+
 
 def read_per_query(evaluated: Path, system: str, dataset: str, metric: str) -> dict[str, float]:
     """{query: metric} of one system on one dataset; errors name the file and the missing metric."""
@@ -39,6 +41,16 @@ def read_per_query(evaluated: Path, system: str, dataset: str, metric: str) -> d
 def datasets_of(evaluated: Path, system: str) -> list[str]:
     """The datasets a system was scored on."""
     return sorted(p.stem for p in (evaluated / PER_QUERY_DIR / system).glob("*.json"))
+
+
+def macro_groups(datasets: Sequence[str], train_dataset: str) -> dict[str, list[str]]:
+    """The macro rows worth a line: all datasets (when several), all but the in-domain one (when
+    that leaves several)."""
+    out = {MACRO: list(datasets)} if len(datasets) > 1 else {}
+    zero_shot = [d for d in datasets if d != train_dataset]
+    if len(zero_shot) > 1 and len(zero_shot) < len(datasets):
+        out[ZERO_SHOT] = zero_shot
+    return out
 
 
 def compare_evaluated(evaluated: Path, a: str, b: str, metric: str, datasets: Sequence[str],

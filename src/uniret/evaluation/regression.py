@@ -124,8 +124,10 @@ def render(
     notes: list[str],
     wandb: dict[str, Any],
     stage_seconds: dict[str, float] | None = None,
+    intervals: list[str] | None = None,
 ) -> str:
-    """The whole report.md."""
+    """The whole report.md; `intervals`: markdown lines of the candidate vs the baseline with
+    bootstrap intervals (uniret.evaluation.compare_systems), shown under the per-dataset table."""
     lines = [
         "# uniret regression report",
         "",
@@ -141,6 +143,8 @@ def render(
         "",
         *comparison_table(cmp),
         "",
+        *([f"### {cmp.candidate} - {cmp.baseline}: 95% bootstrap intervals over the queries", "", *intervals, ""]
+          if intervals else []),
         "## All metrics",
         "",
         *systems_table(metrics, [cmp.candidate, cmp.baseline]),

@@ -15,8 +15,10 @@ from typing import Any
 from uniret.config.gate import GateConfig
 from uniret.config.paths import resolve_path
 from uniret.config.report import ReportConfig
+from uniret.core.errors import DataError
 from uniret.core.jsonio import read_json, read_optional_json
 from uniret.evaluation import plots
+from uniret.evaluation.compare_systems import compare_evaluated, datasets_of, macro_groups, render_comparison
 from uniret.evaluation.regression import Comparison, compare, render
 from uniret.evaluation.train_logs import LOSS, SPARSITY_COLUMNS, STEP, Columns, find_train_logs
 from uniret.registry.bundles import read_manifest
@@ -97,6 +99,22 @@ def wandb_content(ctx: StageContext, cmp: Comparison, metrics: dict[str, Any], d
     )
 
 
+def baseline_intervals(evaluated: Path, gate: GateConfig, train_dataset: str, resamples: int) -> list[str]:
+    """Markdown lines: the candidate vs the baseline per dataset with paired bootstrap intervals
+    over the test queries (the evaluate stage's per_query files), or why there are none."""
+    if resamples < 1:
+        return ["(off: report.significance_resamples is 0)"]
+    datasets = datasets_of(evaluated, gate.candidate_system)
+    if not datasets:
+        return [f"(none: no per-query scores of {gate.candidate_system} under {evaluated})"]
+    try:
+        results = compare_evaluated(evaluated, gate.baseline_system, gate.candidate_system, gate.metric, datasets,
+                                    macro_groups(datasets, train_dataset), resamples, seed=0)
+    except (FileNotFoundError, DataError) as exc:
+        return [f"(none: {exc})"]
+    return render_comparison(results, gate.baseline_system, gate.candidate_system, gate.metric).splitlines()
+
+
 def wandb_base(ctx: StageContext, cfg: ReportConfig) -> Path:
     """$WANDB_DIR when set (Makefile, tests), else params report.wandb_dir (repo .cache)."""
     return Path(os.environ.get("WANDB_DIR") or resolve_path(ctx.params, cfg.wandb_dir))
@@ -112,6 +130,8 @@ def run(ctx: StageContext) -> dict[str, Any]:
     production, prod_note = production_metrics(registry_root(ctx.params), decision)
     cmp = compare(metrics, metric=gate.metric, candidate=gate.candidate_system, baseline=gate.baseline_system,
                   production=production, macro_key=gate.macro_key)
+    intervals = baseline_intervals(ctx.require("evaluate"), gate, ctx.params.section("data").train_dataset,
+                                   cfg.significance_resamples)
     logs, notes = find_train_logs(ctx.artifacts, cfg.training_stages)
     if production is None:
         notes.append(f"production column: {prod_note}")
@@ -128,11 +148,12 @@ def run(ctx: StageContext) -> dict[str, Any]:
         seconds = stage_seconds(ctx, STAGES[: STAGES.index("report")])  # the stages before the report
         draft = render(cmp, metrics, profile=ctx.profile, decision=decision, decision_absent=decision_absent,
                        figures=figures, notes=notes, wandb={"mode": "pending", "status": "logging"},
-                       stage_seconds=seconds)
+                       stage_seconds=seconds, intervals=intervals)
         outcome = log_run(wandb_content(ctx, cmp, metrics, decision, images, draft), project=cfg.wandb_project,
                           entity=cfg.wandb_entity, mode=cfg.wandb_mode, base_dir=wandb_base(ctx, cfg))
         text = render(cmp, metrics, profile=ctx.profile, decision=decision, decision_absent=decision_absent,
-                      figures=figures, notes=notes, wandb=outcome.to_dict(), stage_seconds=seconds)
+                      figures=figures, notes=notes, wandb=outcome.to_dict(), stage_seconds=seconds,
+                      intervals=intervals)
         atomic_write_text(out / REPORT_MD, text)
         manifest["metrics"] = {"figures": sorted(figures.values()), "wandb": outcome.to_dict(), "notes": notes,
                                "production": cmp.production}
