@@ -38,6 +38,7 @@ REPORT_MD = "report.md"
 NDCG_PNG = "metric_by_dataset.png"
 LOSS_PNG = "training_loss.png"
 SPARSITY_PNG = "sparsity.png"
+INTERVAL_SEED = 0  # fixed: the report's bootstrap intervals repeat from run to run
 
 
 def production_metrics(root: Path, decision: dict[str, Any] | None) -> tuple[tuple[str, dict, str] | None, str]:
@@ -109,7 +110,7 @@ def baseline_intervals(evaluated: Path, gate: GateConfig, train_dataset: str, re
         return [f"(none: no per-query scores of {gate.candidate_system} under {evaluated})"]
     try:
         results = compare_evaluated(evaluated, gate.baseline_system, gate.candidate_system, gate.metric, datasets,
-                                    macro_groups(datasets, train_dataset), resamples, seed=0)
+                                    macro_groups(datasets, train_dataset), resamples, seed=INTERVAL_SEED)
     except (FileNotFoundError, DataError) as exc:
         return [f"(none: {exc})"]
     return render_comparison(results, gate.baseline_system, gate.candidate_system, gate.metric).splitlines()
