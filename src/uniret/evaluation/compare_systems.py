@@ -12,10 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from uniret.core.errors import DataError, DataProblem
+from uniret.evaluation.macros import MACRO, ZERO_SHOT_MACRO, zero_shot_datasets
 from uniret.evaluation.outputs import PER_QUERY_DIR
 from uniret.evaluation.significance import PairedComparison, paired_bootstrap, per_query_pairs
-
-MACRO, ZERO_SHOT = "macro", "zero_shot_macro"  # the group rows, named like metrics.json's macros
 
 
 def read_per_query(evaluated: Path, system: str, dataset: str, metric: str) -> dict[str, float]:
@@ -44,12 +43,12 @@ def datasets_of(evaluated: Path, system: str) -> list[str]:
 
 
 def macro_groups(datasets: Sequence[str], train_dataset: str) -> dict[str, list[str]]:
-    """The macro rows worth a line: all datasets (when several), all but the in-domain one (when
-    that leaves several)."""
+    """metrics.json's macro groups (uniret.evaluation.macros) worth a row of their own: all
+    datasets when several, the zero-shot ones when several and not all of them."""
     out = {MACRO: list(datasets)} if len(datasets) > 1 else {}
-    zero_shot = [d for d in datasets if d != train_dataset]
-    if len(zero_shot) > 1 and len(zero_shot) < len(datasets):
-        out[ZERO_SHOT] = zero_shot
+    zero_shot = zero_shot_datasets(datasets, train_dataset)
+    if 1 < len(zero_shot) < len(datasets):
+        out[ZERO_SHOT_MACRO] = zero_shot
     return out
 
 

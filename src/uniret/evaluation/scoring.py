@@ -9,6 +9,7 @@ from typing import Any
 from tqdm import tqdm
 
 from uniret.data.beir import Qrels
+from uniret.evaluation.macros import MACRO, ZERO_SHOT_MACRO, zero_shot_datasets
 from uniret.evaluation.metrics import PerQuery, evaluate_run, mean_over
 from uniret.evaluation.sources import Runs
 
@@ -59,7 +60,7 @@ def score_systems(
         table[dataset][system] = aggregate
         per_query[system][dataset] = {q: _rounded(v) for q, v in rows.items()}
 
-    zero_shot = [d for d in datasets if d != train_dataset]
+    zero_shot = zero_shot_datasets(datasets, train_dataset)
     macro, zs_macro = {}, {}
     for system in sorted(runs):
         macro[system] = _rounded(mean_over((table[d][system] for d in datasets), metrics))
@@ -67,8 +68,8 @@ def score_systems(
             zs_macro[system] = _rounded(mean_over((table[d][system] for d in zero_shot), metrics))
     doc = {
         "datasets": {d: {s: _rounded(v) for s, v in table[d].items()} for d in datasets},
-        "macro": macro,
-        "zero_shot_macro": zs_macro,
+        MACRO: macro,
+        ZERO_SHOT_MACRO: zs_macro,
         "num_queries": {d: len(qrels[d]) for d in datasets},
     }
     return Scores(doc=doc, per_query=per_query)
