@@ -32,7 +32,8 @@ JSON_FILE = "doc_length.json"
 MD_FILE = "doc_length.md"
 
 
-def _sub_corpus(dataset, judged: set[str], extra: int, seed: int) -> list:
+def sub_corpus(dataset, judged: set[str], extra: int, seed: int) -> list:
+    """The documents of `judged` plus `extra` others drawn with `seed`, in corpus order."""
     docs = list(dataset.iter_corpus())
     others = [d for d in docs if d.id not in judged]
     keep = judged | {d.id for d in random.Random(seed).sample(others, min(extra, len(others)))}
@@ -71,7 +72,7 @@ def measure(params, data_root: Path, lengths: list[int], extra_docs: int, seed: 
     qrels_all = train.qrels(data.train_split)
     _, dev = split_qrels(qrels_all, data.dev)
     judged = {d for rels in qrels_all.values() for d in rels}
-    docs = _sub_corpus(train, judged, extra_docs, seed)
+    docs = sub_corpus(train, judged, extra_docs, seed)
     queries = {q: t for q, t in train.split_queries(data.train_split).items() if q in dev}
     evals = [BeirDataset(data_root / n, n) for n in data.eval_datasets]
     model = build_model(recipe.model).eval()

@@ -81,9 +81,9 @@ def vocab_max(
         return vocab_max_loop(project, hidden, keep)
     if head is not None:
         transform, decoder = head
-        pooled = _linear_max(decoder, _fill_padding(transform(hidden), keep))
+        pooled = linear_max(decoder, fill_padding(transform(hidden), keep))
     else:
-        pooled = _blockwise_max(project, _fill_padding(hidden, keep))
+        pooled = _blockwise_max(project, fill_padding(hidden, keep))
     return torch.where(keep.any(dim=1, keepdim=True), pooled, torch.zeros_like(pooled))
 
 
@@ -125,14 +125,14 @@ def _linear_head(project) -> tuple[Callable[[torch.Tensor], torch.Tensor], nn.Li
     return transform, decoder
 
 
-def _fill_padding(states: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+def fill_padding(states: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     """[B, L, H] with every non-kept position replaced by the row's first kept position."""
     first = keep.to(torch.uint8).argmax(dim=1)  # 0 for a row without kept tokens (zeroed later)
     source = states[torch.arange(states.shape[0], device=states.device), first].unsqueeze(1)
     return torch.where(keep.unsqueeze(-1), states, source)
 
 
-def _linear_max(decoder: nn.Linear, states: torch.Tensor, with_indices: bool = False):
+def linear_max(decoder: nn.Linear, states: torch.Tensor, with_indices: bool = False):
     """max_l (W s_l + b) for [B, L, H] states -> [B, V], one vocabulary slice per GEMM; with
     `with_indices`, also the [B, V] token position of each max."""
     weight_t = getattr(decoder, EXPORT_WEIGHT_T, None)
@@ -168,9 +168,9 @@ def _active_entries_pool(transform, decoder: nn.Linear, hidden: torch.Tensor, ke
     its training shape (8 queries, 32 documents x 128 tokens, 2 cores): 884 -> 454 ms per forward +
     backward (benchmarks/train_step.py).
     """
-    states = _fill_padding(transform(hidden), keep)
+    states = fill_padding(transform(hidden), keep)
     with torch.no_grad():
-        pooled, arg = _linear_max(decoder, states.detach(), with_indices=True)
+        pooled, arg = linear_max(decoder, states.detach(), with_indices=True)
         pooled = pooled.masked_fill(~keep.any(dim=1, keepdim=True), 0.0)  # a row with no kept token: empty
         rows, cols = (pooled > 0).nonzero(as_tuple=True)
         tokens = arg[rows, cols]
