@@ -9,16 +9,17 @@ ships no MLM head, so the head starts untrained and is warmed by distilling SPLA
 weights (the default pair's lexicon module). The question that decides the route: does the head
 reach SPLADE-tiny's lexicon within a CPU training budget?
 
-Training: the backbone stays frozen (the dense module stays MiniLM, bit for bit); the transform
-and the decoder bias learn SPLADE-tiny's max-pooled weights on label-free text (SciFact corpus
-documents and the train queries outside the dev carve, cut at 128 tokens). The loss is read in
-the raw max-logit space so that an entry the teacher uses but the student does not yet activate
-still gets a gradient (log(1 + relu(.)) has none there): squared error to expm1(teacher weight)
-on the teacher's active entries, and a squared hinge pushing the student's other entries below
--1. `--init identity` starts the transform as the identity (shifted into GELU's linear range; its
-LayerNorm then removes the shift) and the decoder bias at `--bias`: MiniLM's layer-4 states still
-point at their own token's embedding, so the untrained head is already a weighted bag of words.
-`--init random` is transformers' initialisation of a missing MLM head.
+Training (in train mode, MiniLM's dropout on, as the training stages run): the backbone stays frozen
+(the dense module's weights stay MiniLM's); the transform and the decoder bias learn SPLADE-tiny's
+max-pooled weights on label-free text (SciFact corpus documents and the train queries outside the
+dev carve, cut at 128 tokens). The loss is read in the raw max-logit space so that an entry the
+teacher uses but the student does not yet activate still gets a gradient (log(1 + relu(.)) has none
+there): squared error to expm1(teacher weight) on the teacher's active entries, and a squared hinge
+pushing the student's other entries below -1. `--init identity` starts the transform as the identity
+(shifted into GELU's linear range; its LayerNorm then removes the shift) and the decoder bias at
+`--bias`: MiniLM's layer-4 states still point at their own token's embedding, so the untrained head
+is already a weighted bag of words. `--init random` is transformers' initialisation of a missing MLM
+head.
 
 Evaluation (dev only): the 162 dev queries (data.dev, carved from SciFact's train qrels) over the
 sub-corpus of uniret.bench.doc_length (every judged train document + 500 random, seed 5), 256
@@ -53,10 +54,14 @@ HINGE = 1.0
 
 def build_student(shared_layers: int, init: str, bias: float, seed: int):
     """UnifieR on MiniLM: shared layers + dense layers above them, lexicon head on the shared states."""
+    from transformers import AutoConfig
+
+    from uniret.models.backbones import resolve_backbone
     from uniret.models.unifier import UnifierEncoder
 
     torch.manual_seed(seed)
-    student = UnifierEncoder("minilm", shared_layers=shared_layers, dense_layers=6 - shared_layers,
+    layers = AutoConfig.from_pretrained(resolve_backbone("minilm")).num_hidden_layers
+    student = UnifierEncoder("minilm", shared_layers=shared_layers, dense_layers=layers - shared_layers,
                              lexicon_layers=0)
     head = student.mlm_head.predictions
     if init == "identity":
@@ -133,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="benchmarks/results/shared_lexicon.json")
     args = parser.parse_args(argv)
+    if max(args.eval_at) > args.steps:
+        parser.error(f"--eval-at {max(args.eval_at)} is beyond --steps {args.steps}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     params = load_params(args.params, args.profile)
@@ -180,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     optimizer = torch.optim.AdamW(trainable, lr=args.lr)
     rng = random.Random(args.seed)
     train_seconds = 0.0
+    student.train()  # as the training stages run: MiniLM's dropout on (the frozen layers too)
     for step in range(args.steps + 1):
         if step in args.eval_at:
             run, seconds, active = dev_run(student, "lexical")
@@ -188,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
                    "active_per_doc": round(active, 1), "encode_seconds": round(seconds, 1)}
             log.info("step %d: %s", step, row)
             rows.append(row)
-            student.train()
+            student.train()  # encoding switched it to eval mode
         if step == args.steps:
             break
         start = time.perf_counter()
