@@ -80,16 +80,11 @@ def build_student(shared_layers: int, init: str, bias: float, seed: int):
 def head_states(student, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
     """The transform's output per token, as UnifierEncoder.forward feeds its decoder (padding
     positions filled with a kept token, as the pooling does)."""
-    from uniret.models.backbones import layer_mask, run_layers
-    from uniret.models.pooling import cls_pool, fill_padding
+    from uniret.models.pooling import fill_padding
 
-    with torch.no_grad():
-        emb = student.embeddings(input_ids=input_ids)
-        mask = layer_mask(student.config, emb, attention_mask)
-        hidden = run_layers(student.ctx_layers, emb, mask)
-        u = cls_pool(run_layers(student.den_layers, hidden, mask))
-        lex_in = run_layers(student.lex_layers, torch.cat([u.unsqueeze(1), hidden[:, 1:]], dim=1), mask)
-    return fill_padding(student.mlm_head.predictions.transform(lex_in), attention_mask.bool())
+    with torch.no_grad():  # the backbone is frozen
+        _, lexicon_states = student.module_states(input_ids, attention_mask)
+    return fill_padding(student.mlm_head.predictions.transform(lexicon_states), attention_mask.bool())
 
 
 def distill_loss(student, states: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

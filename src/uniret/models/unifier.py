@@ -83,14 +83,19 @@ class UnifierEncoder(RetrievalEncoder):
             nn.init.zeros_(self.gate.weight)
             nn.init.zeros_(self.gate.bias)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, is_query: bool = False) -> Encoded:
+    def module_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(u, the lexicon module's token states before the MLM head): [B, H] and [B, L, H]."""
         emb = self.embeddings(input_ids=input_ids)
         mask = layer_mask(self.config, emb, attention_mask)
         h = run_layers(self.ctx_layers, emb, mask)
         u = cls_pool(run_layers(self.den_layers, h, mask))
         # Stop-gradient: losses on the lexicon channel must not update theta_den (UnifieR 3.3).
         lex_in = torch.cat([u.detach().unsqueeze(1), h[:, 1:]], dim=1)
-        v = splade_pool(self.mlm_head, run_layers(self.lex_layers, lex_in, mask), attention_mask)
+        return u, run_layers(self.lex_layers, lex_in, mask)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, is_query: bool = False) -> Encoded:
+        u, lexicon_states = self.module_states(input_ids, attention_mask)
+        v = splade_pool(self.mlm_head, lexicon_states, attention_mask)
         gate = torch.sigmoid(self.gate(u)).squeeze(-1) if (self.gate is not None and is_query) else None
         return Encoded(dense=u, sparse=v, gate=gate)
 
