@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from uniret.config import load_params
 from uniret.registry.bundles import read_manifest
 from uniret.registry.pointer import read_pointer
 from uniret.runtime import make_context
@@ -21,6 +22,12 @@ GATE = {"candidate_system": "uni", "min_score": 0.1, "min_score_per_dataset": {"
         "max_bytes_per_doc_dense": None, "max_bytes_per_doc_sparse": None}  # (the defaults are params.yaml's)
 
 
+# the validate stage's record of each eval dataset's files (its manifest's `inputs`): the data
+# production's stored scores were measured on (uniret.registry.basis)
+DATA_V1 = {name: f"{name}-v1" for name in load_params(Path(__file__).parents[2] / "params.yaml", "cpu")
+           .section("data").eval_datasets}
+
+
 def metrics_json(scifact: float, nfcorpus: float) -> dict:
     uni = {"scifact": scifact, "nfcorpus": nfcorpus}
     bm25 = {"scifact": 0.66, "nfcorpus": 0.32}
@@ -31,11 +38,12 @@ def metrics_json(scifact: float, nfcorpus: float) -> dict:
 
 
 def write_upstream(artifacts: Path, metrics: dict, active_terms: float = 80.0, payload: str = "v1",
-                   uni_p95_ms: float | None = 20.0) -> None:
+                   uni_p95_ms: float | None = 20.0, data: dict[str, str] | None = None) -> None:
     """What validate, index, bench and evaluate leave behind, reduced to what gate/promote read."""
     for stage in ("validate", "index", "bench", "evaluate"):
         (artifacts / stage).mkdir(parents=True, exist_ok=True)
-        (artifacts / stage / "manifest.json").write_text(json.dumps({"stage": stage, "inputs": {"x": "h"}}))
+        inputs = (data or DATA_V1) if stage == "validate" else {"x": "h"}
+        (artifacts / stage / "manifest.json").write_text(json.dumps({"stage": stage, "inputs": inputs}))
     (artifacts / "evaluate" / "metrics.json").write_text(json.dumps(metrics))
     modes = {"bm25": {"p95_ms": 5.0}, **({"uni": {"p95_ms": uni_p95_ms}} if uni_p95_ms is not None else {})}
     (artifacts / "bench" / "bench.json").write_text(json.dumps({"modes": modes}))
@@ -131,3 +139,61 @@ def test_latency_budget_reads_the_bench_stage_and_blocks_when_unmeasured(ctx):
     assert gate_stage.run(ctx)["passed"] is False
     reason = next(c["reason"] for c in decision_of(ctx)["checks"] if c["name"] == "latency_p95_ms")
     assert "bench stage results not found" in reason and str(ctx.stage_dir("bench")) in reason
+
+
+def test_regression_is_judged_on_stored_scores_of_the_same_data(ctx, tmp_path):
+    write_upstream(ctx.artifacts, metrics_json(0.70, 0.33), payload="good")
+    gate_stage.run(ctx)
+    first = promote_stage.run(ctx)["version"]
+    basis = read_manifest(tmp_path / "registry" / "bundles" / first)["lineage"]["evaluation_basis"]
+    assert basis["datasets"] == DATA_V1 and basis["split"] == "test"
+
+    write_upstream(ctx.artifacts, metrics_json(0.71, 0.33), payload="next")  # same data files
+    assert gate_stage.run(ctx)["passed"] is True
+    decision = decision_of(ctx)
+    assert decision["production_scores"] == "stored at promotion"
+    regression = [c for c in decision["checks"] if c["name"] == "no_regression"]
+    assert {c["dataset"] for c in regression} == {"scifact", "nfcorpus"}
+    assert all(c["status"] == "pass" and "stored at promotion" in c["reason"] for c in regression)
+    assert not (ctx.stage_dir("gate") / gate_stage.PRODUCTION_METRICS_JSON).exists()
+
+
+def test_changed_data_blocks_when_production_cannot_be_rescored(ctx, tmp_path):
+    """Production's stored scores came from other data and its bundle cannot be scored on this run's
+    (this test's bundle holds no index): blocked, never waved through on the stale figures."""
+    write_upstream(ctx.artifacts, metrics_json(0.70, 0.33), payload="good")
+    gate_stage.run(ctx)
+    first = promote_stage.run(ctx)["version"]
+
+    changed = {**DATA_V1, "scifact": "scifact-v2"}
+    write_upstream(ctx.artifacts, metrics_json(0.75, 0.35), payload="better", data=changed)
+    out = gate_stage.run(ctx)
+    decision = decision_of(ctx)
+    assert out["passed"] is False
+    failed = [c for c in decision["checks"] if c["status"] == "fail"]
+    assert [(c["name"], c["dataset"]) for c in failed] == [("no_regression", None)]
+    assert failed[0]["reason"].startswith(f"production {first} could not be re-scored on this run's data "
+                                          "(scifact: its files changed since production was evaluated)")
+    assert decision["production_scores"] == failed[0]["reason"]
+    assert "could not be re-scored" in (ctx.stage_dir("gate") / "decision.md").read_text()
+    assert promote_stage.run(ctx)["promoted"] is False
+    assert read_pointer(tmp_path / "registry")["version"] == first
+
+
+def test_rescore_never_keeps_the_stored_scores_and_says_what_differs(ctx, tmp_path):
+    write_upstream(ctx.artifacts, metrics_json(0.70, 0.33), payload="good")
+    gate_stage.run(ctx)
+    promote_stage.run(ctx)
+
+    raw = yaml.safe_load((tmp_path / "params.yaml").read_text())
+    raw["gate"]["rescore_production"] = "never"
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    never = make_context(tmp_path / "params.yaml", "cpu", str(ctx.data_root), ctx.artifacts)
+    write_upstream(ctx.artifacts, metrics_json(0.75, 0.35), payload="better",
+                   data={**DATA_V1, "nfcorpus": "nfcorpus-v2"})
+    assert gate_stage.run(never)["passed"] is True
+    decision = decision_of(never)
+    note = "stored at promotion, measured on other data (nfcorpus: its files changed since production was evaluated)"
+    assert decision["production_scores"] == note
+    assert all(c["reason"].endswith("production's scores stored at promotion, measured on other data)")
+               for c in decision["checks"] if c["name"] == "no_regression")

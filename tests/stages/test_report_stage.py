@@ -110,3 +110,35 @@ def test_report_without_gate_or_logs_says_so(ctx, monkeypatch):
     assert "(none: no per-query scores of uni under" in text  # an evaluate output without per_query/
     assert out["figures"] == ["metric_by_dataset.png"] and out["wandb"]["status"].startswith("skipped")
     assert "production column: no production bundle in the registry" in text
+
+
+def test_report_compares_with_the_gates_rescoring_of_production(ctx, tmp_path, monkeypatch):
+    """When the gate re-scored production on this run's data, the production column shows those
+    scores, not the ones stored at its promotion (measured on other data)."""
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    prod_src = tmp_path / "prod-bundle"
+    prod_src.mkdir()
+    (prod_src / "manifest.json").write_text("{}")
+    promote(tmp_path / "registry", prod_src, evaluation=_metrics(0.69, 0.35),
+            decision={"passed": True, "candidate": "uni"}, lineage={}, version="v1", dvc_push=False)
+    art = ctx.artifacts
+    for stage in ("evaluate", "gate"):
+        (art / stage).mkdir(parents=True)
+        (art / stage / "manifest.json").write_text("{}")
+    (art / "evaluate" / "metrics.json").write_text(json.dumps(_metrics(0.70, 0.30)))
+    (art / "gate" / "decision.json").write_text(json.dumps(
+        {"passed": True, "candidate": "uni", "production": "v1", "checks": []}))
+    def report_with(rescoring: dict) -> str:
+        (art / "gate" / "production_metrics.json").write_text(json.dumps(rescoring))
+        report_stage.run(ctx)
+        return (ctx.stage_dir("report") / "report.md").read_text()
+
+    text = report_with({"version": "v1", "system": "uni", "why": "nfcorpus: its files changed",
+                        "metrics": _metrics(0.68, 0.31)})
+    assert "| nfcorpus | 0.3000 | 0.3100 | -0.0100 | 0.3200 | -0.0200 |" in text
+    assert "production column: production v1, re-scored on this run's data" in text
+
+    # a re-scoring of another version (a stale file) is not taken for this production
+    text = report_with({"version": "v0", "system": "uni", "why": "x", "metrics": _metrics(0.1, 0.1)})
+    assert "| nfcorpus | 0.3000 | 0.3500 | -0.0500 | 0.3200 | -0.0200 |" in text
+    assert "production column: production v1, scores stored at its promotion" in text

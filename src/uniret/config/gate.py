@@ -25,6 +25,10 @@ class GateConfig:
     min_score: float = 0.1  # absolute minimum of `metric` on every dataset...
     min_score_per_dataset: dict[str, float] = field(default_factory=lambda: {"scifact": 0.5, "nfcorpus": 0.25})  # ...unless named here
     max_regression: float = 0.01  # largest drop vs production allowed on any dataset (absolute)
+    # production's scores to compare with: those stored at its promotion when they were measured on
+    # this run's data (same dataset files, split, slice), else re-scored on it (auto); always
+    # re-scored; or always the stored ones, whatever data they came from (never)
+    rescore_production: Literal["auto", "always", "never"] = "auto"
     bm25_margin: float = 0.0  # candidate macro must reach baseline macro + margin
     min_active_terms_doc: float | None = 1.0  # below: the sparse head collapsed (all-zero vectors)
     max_active_terms_doc: float | None = 1000.0  # above: the sparse index is not sparse

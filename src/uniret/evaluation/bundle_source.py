@@ -1,4 +1,5 @@
-"""Run source "bundle": every retrieval mode of the index stage's bundle, on every eval dataset.
+"""Run source "bundle": every retrieval mode of the index stage's bundle, on every eval dataset
+(or of any bundle given to it: the gate re-scores the production bundle with it).
 
 Where each run comes from (recorded in `provenance` and in the evaluate log):
 - the bundle's own corpus (data.train_dataset, same doc ids): the bundle's faiss index, Lucene impact index and
@@ -51,18 +52,23 @@ class BundleSource:
     required = False  # the evaluate stage runs before the index stage exists (BM25 only)
     save_runs = True
 
-    def __init__(self, modes: list[str] | None = None) -> None:
+    def __init__(self, modes: list[str] | None = None, bundle: Path | None = None) -> None:
         self.modes = modes  # None: every mode of params `retrieval.modes`
+        self.bundle = bundle  # None: the index stage's bundle; else any bundle (the gate's production)
         self.provenance: dict[str, dict[str, str]] = {}  # {dataset: {mode: where from}}
 
     def _bundle_dir(self, ctx: StageContext) -> Path:
+        if self.bundle is not None:
+            if not self.bundle.is_dir():
+                raise SourceUnavailable(f"{self.bundle}: bundle folder not found")
+            return self.bundle
         try:
             return ctx.require("index") / BUNDLE
         except FileNotFoundError as exc:
             raise SourceUnavailable(str(exc)) from exc
 
     def inputs(self, ctx: StageContext) -> dict[str, Path]:
-        return {"bundle": ctx.stage_dir("index") / BUNDLE}
+        return {"bundle": self.bundle if self.bundle is not None else ctx.stage_dir("index") / BUNDLE}
 
     def runs(self, ctx: StageContext) -> Runs:
         from uniret.retrieval.base import encode_queries

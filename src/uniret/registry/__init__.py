@@ -5,6 +5,8 @@ from uniret.utils.lazy import lazy_exports
 
 # public names -> the submodule defining them (imported on first access; see uniret.utils.lazy)
 _EXPORTS = {
+    "basis_differences": "basis",
+    "evaluation_basis": "basis",
     "bundle_dir": "bundles",
     "list_bundles": "bundles",
     "read_manifest": "bundles",

@@ -47,11 +47,17 @@ class Check:
 
 @dataclass
 class ProductionRef:
-    """What the gate knows of the live bundle: its version and the metrics it was promoted with."""
+    """What the gate knows of the live bundle: its version, the metrics it is judged by (stored at its
+    promotion, or re-scored on this run's data) and where those came from."""
 
     version: str
-    metrics: dict[str, Any]  # evaluate metrics.json stored with the bundle
+    metrics: dict[str, Any]  # evaluate metrics.json stored with the bundle, or its re-scoring
     system: str  # the system of those metrics that was promoted (e.g. "uni")
+    bundle: Path | None = None  # the published bundle folder
+    basis: dict[str, Any] | None = None  # what the stored metrics were measured on (registry.basis)
+    source: str = "stored at promotion"  # shown in every regression check's reason...
+    why: str | None = None  # ...and, in the decision, why (what differs from the stored scores' data)
+    unavailable: str | None = None  # why no comparable metrics exist (re-scoring failed): the check fails
 
 
 @dataclass
@@ -72,6 +78,7 @@ class Decision:
     candidate: str
     production: str | None
     checks: list[Check]
+    production_scores: str | None = None  # where production's scores came from (stored, re-scored)
 
     @property
     def passed(self) -> bool:
@@ -90,6 +97,7 @@ class Decision:
             "passed": self.passed,
             "candidate": self.candidate,
             "production": self.production,
+            "production_scores": self.production_scores,
             "checks": [c.to_dict() for c in self.checks],
         }
 
@@ -156,9 +164,12 @@ def quality_checks(cfg: GateConfig, metrics: dict[str, Any]) -> list[Check]:
 
 
 def regression_checks(cfg: GateConfig, metrics: dict[str, Any], production: ProductionRef | None) -> list[Check]:
-    """Candidate vs the production bundle's stored metrics on every dataset both evaluated."""
+    """Candidate vs production's metrics (stored at its promotion, or re-scored on this run's data) on
+    every dataset both have; production without comparable metrics fails the check."""
     if production is None:
         return [_skip("no_regression", None, "cold start: no production bundle")]
+    if production.unavailable:
+        return [Check("no_regression", None, None, None, "fail", production.unavailable)]
     checks: list[Check] = []
     m = cfg.metric
     prod_sets = production.metrics.get("datasets") or {}
@@ -176,7 +187,8 @@ def regression_checks(cfg: GateConfig, metrics: dict[str, Any], production: Prod
         verb = "within" if ok else "regressed beyond"
         checks.append(_check("no_regression", ds, value, threshold, ok,
                              f"{ds}: {m} {_fmt(value)} vs production {production.version} {_fmt(prod)}: "
-                             f"{verb} tolerance {cfg.max_regression:g} (threshold {_fmt(threshold)})"))
+                             f"{verb} tolerance {cfg.max_regression:g} (threshold {_fmt(threshold)}; "
+                             f"production's scores {production.source})"))
     return checks
 
 
@@ -277,8 +289,10 @@ def decide(cfg: GateConfig, inputs: GateInputs) -> Decision:
     checks += regression_checks(cfg, inputs.metrics, inputs.production)
     checks += sparsity_checks(cfg, inputs.index_metrics, inputs.absent.get("index"))
     checks += budget_checks(cfg, inputs)
-    prod = inputs.production.version if inputs.production else None
-    return Decision(candidate=cfg.candidate_system, production=prod, checks=checks)
+    prod = inputs.production
+    scores = None if prod is None else (prod.unavailable or (f"{prod.source} ({prod.why})" if prod.why else prod.source))
+    return Decision(candidate=cfg.candidate_system, production=prod.version if prod else None, checks=checks,
+                    production_scores=scores)
 
 
 def decision_markdown(decision: Decision) -> str:
@@ -289,8 +303,10 @@ def decision_markdown(decision: Decision) -> str:
         "",
         f"- candidate: `{decision.candidate}`",
         f"- production: `{decision.production or 'none (cold start)'}`",
-        "",
     ]
+    if decision.production_scores:
+        lines.append(f"- production's scores: {decision.production_scores}")
+    lines.append("")
     if decision.failures:
         lines += ["## Why blocked", ""] + [f"- {r}" for r in decision.reasons()] + [""]
     lines += ["## Checks", "", "| check | dataset | value | threshold | status | reason |", "|---|---|---|---|---|---|"]
@@ -306,6 +322,8 @@ def production_ref(root: Path, cfg: GateConfig) -> ProductionRef | None:
     pointer = read_pointer(root)
     if pointer is None:
         return None
-    manifest = read_manifest(root / pointer["bundle"])
+    bundle = root / pointer["bundle"]
+    manifest = read_manifest(bundle)
     system = (manifest.get("gate") or {}).get("candidate") or cfg.candidate_system
-    return ProductionRef(pointer["version"], manifest.get("evaluation") or {}, system)
+    basis = (manifest.get("lineage") or {}).get("evaluation_basis")
+    return ProductionRef(pointer["version"], manifest.get("evaluation") or {}, system, bundle, basis)

@@ -1,4 +1,5 @@
-"""Lineage of a bundle: which data, params, parent bundle and code produced it."""
+"""Lineage of a bundle: which data, params, parent bundle and code produced it, and what data its
+stored evaluation was measured on (uniret.registry.basis)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from uniret.config.params import SECTIONS, Params
+from uniret.registry.basis import evaluation_basis
 from uniret.utils.files import hash_path
 
 log = logging.getLogger("uniret.registry")
@@ -61,4 +63,5 @@ def build_lineage(params: Params, validate_dir: Path | None, parent: str | None,
         "profile": params.profile,
         "parent": parent,
         "git_commit": git_commit(repo),
+        "evaluation_basis": evaluation_basis(params, validate_dir),
     }

@@ -1,7 +1,7 @@
 """Report stage: local regression report (report.md + PNGs) and a W&B run (offline by default).
 
-Compares the candidate with the production bundle the gate judged it against (else the current
-production) and with the baseline, plots training curves from the training stages' train.tsv,
+Compares the candidate with the production bundle the gate judged it against (its scores on this
+run's data when the gate re-scored it; else the current production) and with the baseline, plots training curves from the training stages' train.tsv,
 and logs everything to W&B. Absent inputs are named in the report, never silently dropped.
 """
 
@@ -28,7 +28,7 @@ from uniret.registry.gate import resolve_gate_config
 from uniret.registry.pointer import BUNDLES, read_pointer
 from uniret.runtime import StageContext, stage_output, stage_seconds
 from uniret.stages import STAGES
-from uniret.stages.gate import DECISION_JSON, INDEX_BUNDLE, METRICS_JSON
+from uniret.stages.gate import DECISION_JSON, INDEX_BUNDLE, METRICS_JSON, PRODUCTION_METRICS_JSON
 from uniret.tracking.wandb_report import RunContent, log_run
 from uniret.utils.files import atomic_write_text
 
@@ -41,12 +41,17 @@ SPARSITY_PNG = "sparsity.png"
 INTERVAL_SEED = 0  # fixed: the report's bootstrap intervals repeat from run to run
 
 
-def production_metrics(root: Path, decision: dict[str, Any] | None) -> tuple[tuple[str, dict, str] | None, str]:
-    """(version, stored metrics, system) of the production the gate compared against; and a note."""
+def production_metrics(root: Path, decision: dict[str, Any] | None,
+                       rescored: dict[str, Any] | None = None) -> tuple[tuple[str, dict, str] | None, str]:
+    """(version, metrics, system) of the production the gate compared against, and a note: the gate's
+    re-scoring on this run's data (`rescored`, its production_metrics.json) when it made one for that
+    version, else the metrics stored at its promotion."""
     if decision is not None:
         version = decision.get("production")
         if version is None:
             return None, "cold start: the gate had no production bundle"
+        if rescored is not None and rescored.get("version") == version:
+            return (version, rescored["metrics"], rescored["system"]), f"production {version}, re-scored on this run's data"
     else:
         pointer = read_pointer(root)
         if pointer is None:
@@ -57,7 +62,7 @@ def production_metrics(root: Path, decision: dict[str, Any] | None) -> tuple[tup
     except RegistryError as exc:
         return None, f"production bundle {version} unreadable: {exc}"
     system = (manifest.get("gate") or {}).get("candidate") or ""
-    return (version, manifest.get("evaluation") or {}, system), f"production {version}"
+    return (version, manifest.get("evaluation") or {}, system), f"production {version}, scores stored at its promotion"
 
 
 def training_figures(logs: dict[str, Columns], out: Path, dpi: int) -> tuple[dict[str, str], list[str]]:
@@ -128,14 +133,14 @@ def run(ctx: StageContext) -> dict[str, Any]:
     metrics_path = ctx.require("evaluate") / METRICS_JSON
     metrics = read_json(metrics_path)
     decision, decision_absent = read_optional_json(ctx.stage_dir("gate") / DECISION_JSON, "gate decision")
-    production, prod_note = production_metrics(registry_root(ctx.params), decision)
+    rescored, _ = read_optional_json(ctx.stage_dir("gate") / PRODUCTION_METRICS_JSON, "production re-scoring")
+    production, prod_note = production_metrics(registry_root(ctx.params), decision, rescored)
     cmp = compare(metrics, metric=gate.metric, candidate=gate.candidate_system, baseline=gate.baseline_system,
                   production=production, macro_key=gate.macro_key)
     intervals = baseline_intervals(ctx.require("evaluate"), gate, ctx.params.section("data").train_dataset,
                                    cfg.significance_resamples)
     logs, notes = find_train_logs(ctx.artifacts, cfg.training_stages)
-    if production is None:
-        notes.append(f"production column: {prod_note}")
+    notes.append(f"production column: {prod_note}")
     with stage_output(ctx, "report", sections=["report", "gate"], inputs={"metrics": metrics_path}) as (out, manifest):
         labels = cmp.labels()
         values = {ds: {labels[r]: v for r, v in row.items()} for ds, row in cmp.rows.items()}
