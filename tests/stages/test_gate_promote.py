@@ -197,3 +197,20 @@ def test_rescore_never_keeps_the_stored_scores_and_says_what_differs(ctx, tmp_pa
     assert decision["production_scores"] == note
     assert all(c["reason"].endswith("production's scores stored at promotion, measured on other data)")
                for c in decision["checks"] if c["name"] == "no_regression")
+
+
+def test_promote_stage_applies_registry_retention(ctx, tmp_path):
+    raw = yaml.safe_load((tmp_path / "params.yaml").read_text())
+    raw["registry"]["keep_history"] = 0  # production only
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    keep0 = make_context(tmp_path / "params.yaml", "cpu", str(ctx.data_root), ctx.artifacts)
+    write_upstream(ctx.artifacts, metrics_json(0.70, 0.33), payload="first")
+    gate_stage.run(keep0)
+    first = promote_stage.run(keep0)
+    assert first["pruned"] == []
+    write_upstream(ctx.artifacts, metrics_json(0.71, 0.34), payload="second")
+    gate_stage.run(keep0)
+    second = promote_stage.run(keep0)
+    assert second["promoted"] and second["pruned"] == [first["version"]]
+    assert read_stage_manifest(keep0.stage_dir("promote"))["metrics"]["retention"].startswith("kept production + 0")
+    assert sorted(p.name for p in (tmp_path / "registry" / "bundles").iterdir()) == [second["version"]]

@@ -1,4 +1,4 @@
-"""`uniret rollback` and `uniret registry list|show|verify`: operate the bundle registry."""
+"""`uniret rollback` and `uniret registry list|show|verify|prune`: operate the bundle registry."""
 
 from __future__ import annotations
 
@@ -76,6 +76,28 @@ def _verify(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def _prune(args: argparse.Namespace) -> int:
+    from uniret.core.errors import ConfigError
+    from uniret.registry.configured import registry_config
+    from uniret.registry.dvc_sync import push_registry
+    from uniret.registry.retention import prune
+
+    params, root = _setup(args)
+    cfg = registry_config(params)
+    keep = args.keep_history if args.keep_history is not None else cfg.keep_history
+    if keep is None:
+        raise ConfigError("give --keep-history N, or set registry.keep_history (null keeps every bundle)")
+    result = prune(root, keep, dry_run=args.dry_run)
+    verb = "would delete" if args.dry_run else "deleted"
+    print(f"kept: {', '.join(result.kept)}")
+    print(f"{verb}: {', '.join(result.deleted) or 'nothing'}")
+    if result.history_dropped:
+        print(f"pointer history: {'would drop' if args.dry_run else 'dropped'} {result.history_dropped} older entries")
+    if not args.dry_run and (result.deleted or result.history_dropped):
+        print(f"dvc: {push_registry(root) if cfg.dvc_push and not args.no_dvc_push else 'skipped'}")
+    return 0
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
     p.add_argument("--profile", default=None, help="profile (default: $UNIRET_PROFILE, then params.yaml)")
@@ -83,7 +105,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register `rollback` and `registry` (list, show)."""
+    """Register `rollback` and `registry` (list, show, verify, prune)."""
     r = sub.add_parser(
         "rollback",
         help="restore the previous production bundle and tell serving to reload",
@@ -113,3 +135,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                           "Exit 1 when anything fails.")
     _common(ver)
     ver.set_defaults(func=_verify)
+    pr = gsub.add_parser("prune", help="delete bundles that production's rollback history no longer needs",
+                         description="Keep production and the first N bundles of its rollback history (the "
+                         "bundles N rollbacks reach), delete every other published bundle and trim the pointer's "
+                         "history to the kept ones, under the registry lock. N: --keep-history, else params "
+                         "registry.keep_history (which also prunes after every promotion).")
+    _common(pr)
+    pr.add_argument("--keep-history", type=int, default=None, metavar="N",
+                    help="history bundles to keep besides production (default: params registry.keep_history)")
+    pr.add_argument("--dry-run", action="store_true", help="print what would be deleted; change nothing")
+    pr.add_argument("--no-dvc-push", action="store_true", help="do not dvc push the registry afterwards")
+    pr.set_defaults(func=_prune)

@@ -14,10 +14,15 @@ class RegistryConfig:
     token_env: str = "UNIRET_ADMIN_TOKEN"  # env var holding the serving admin bearer token
     notify_timeout_s: float = 10.0
     dvc_push: bool = True  # `dvc push` the registry after a change, when a DVC remote is configured
+    # retention: after each promotion keep production and this many bundles of its rollback history,
+    # delete the rest (uniret.registry.retention); None keeps every bundle
+    keep_history: int | None = None
 
     def validate(self) -> None:
         if not self.root:
             raise ValueError("root must be a non-empty path")
+        if self.keep_history is not None and self.keep_history < 0:
+            raise ValueError(f"keep_history must be >= 0 or null, got {self.keep_history}")
         if self.notify_timeout_s <= 0:
             raise ValueError(f"notify_timeout_s must be positive, got {self.notify_timeout_s}")
         if self.serve_url is not None and not self.serve_url.startswith(("http://", "https://")):

@@ -1,7 +1,8 @@
-"""Promotion and rollback: publish, flip the production pointer, push the registry, tell serving.
+"""Promotion and rollback: publish, flip the production pointer, apply retention, push the registry,
+tell serving.
 
-The pointer flip is the commit point. `dvc push` and the reload call come after it: when either
-fails, the result says so and the promotion (or rollback) stands.
+The pointer flip is the commit point. Retention (registry.keep_history), `dvc push` and the reload
+call come after it: when any fails, the result says so and the promotion (or rollback) stands.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from uniret.registry.dvc_sync import push_registry
 from uniret.registry.errors import RegistryError
 from uniret.registry.notify import NotifyResult, notify_reload
 from uniret.registry.pointer import point_back, point_to, read_pointer, registry_lock
+from uniret.registry.retention import prune_locked
 from uniret.utils.files import hash_path
 
 log = logging.getLogger("uniret.registry")
@@ -42,6 +44,8 @@ class PromotionResult:
     pointer: dict[str, Any]
     dvc: str
     notify: NotifyResult = field(default_factory=lambda: NotifyResult("skipped", "not attempted"))
+    pruned: list[str] = field(default_factory=list)  # bundles deleted by retention (registry.keep_history)
+    retention: str = "not attempted"  # what retention did, or why it did not
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: v for k, v in self.__dict__.items() if k != "notify"}
@@ -63,11 +67,14 @@ def promote(
     serving: Serving | None = None,
     version: str | None = None,
     dvc_push: bool = True,
+    keep_history: int | None = None,
 ) -> PromotionResult:
     """Publish bundle folder `source` (unless identical content is already published) and make it production.
 
     The lineage's `parent` is set to the production version found under the registry lock.
     Promoting content that already is production changes nothing (idempotent reruns).
+    `keep_history`: after the flip, under the same lock, delete every bundle but production and
+    that many of its rollback history (uniret.registry.retention); None keeps every bundle.
     """
     root, serving = Path(root), serving or Serving()
     root.mkdir(parents=True, exist_ok=True)
@@ -85,9 +92,23 @@ def promote(
                                        lineage={**lineage, "parent": previous}, version=version,
                                        content_hash=content_hash)
         pointer = point_to(root, existing)
-    log.info("production: %s -> %s", previous, existing)
+        pruned, retention = _retain(root, keep_history)
+        pointer = read_pointer(root) or pointer  # the history may have been trimmed
+    log.info("production: %s -> %s (retention: %s)", previous, existing, retention)
     dvc, notified = _after_change(root, existing, serving, dvc_push)
-    return PromotionResult("promote", existing, previous, published, True, pointer, dvc, notified)
+    return PromotionResult("promote", existing, previous, published, True, pointer, dvc, notified, pruned, retention)
+
+
+def _retain(root: Path, keep_history: int | None) -> tuple[list[str], str]:
+    """Prune after a flip (caller holds the lock); a failure is reported, the promotion stands."""
+    if keep_history is None:
+        return [], "skipped: registry.keep_history is null (every bundle kept)"
+    try:
+        deleted = prune_locked(root, keep_history).deleted
+    except (OSError, RegistryError) as exc:
+        log.error("retention after promotion failed (the promotion stands): %s", exc)
+        return [], f"failed: {exc}"
+    return deleted, f"kept production + {keep_history} of its history, deleted {len(deleted)}"
 
 
 def rollback(root: str | Path, *, serving: Serving | None = None, dvc_push: bool = True) -> PromotionResult:

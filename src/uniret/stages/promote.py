@@ -44,6 +44,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
         bundle = ctx.require("index") / INDEX_BUNDLE
         evaluation = read_json(ctx.require("evaluate") / METRICS_JSON)
         validate = ctx.stage_dir("validate")
+        registry = registry_config(ctx.params)
         lineage = build_lineage(ctx.params, validate if validate.is_dir() else None, None, params_dir(ctx.params))
         result = promote(
             registry_root(ctx.params),
@@ -52,11 +53,13 @@ def run(ctx: StageContext) -> dict[str, Any]:
             decision=decision,
             lineage=lineage,
             serving=serving_from(ctx.params),
-            dvc_push=registry_config(ctx.params).dvc_push,
+            dvc_push=registry.dvc_push,
+            keep_history=registry.keep_history,
         )
         status = "promoted" if result.changed else "unchanged: bundle already is production"
         manifest["metrics"] = {"promoted": result.changed, "status": status, "version": result.version,
-                               "previous": result.previous, "notify": result.notify.status, "dvc": result.dvc}
+                               "previous": result.previous, "notify": result.notify.status, "dvc": result.dvc,
+                               "retention": result.retention, "pruned": result.pruned}
         atomic_write_json(out / RESULT_JSON, result.to_dict())
     log.info("promote: %s %s (notify %s: %s)", status, result.version, result.notify.status, result.notify.detail)
     return manifest["metrics"]
