@@ -20,6 +20,7 @@ _EXPORTS = {
     "final_checkpoint": "model_source",
     "write_evaluation": "outputs",
     "Comparison": "regression",
+    "score_bundle_mode": "rescore",
     "compare": "regression",
     "render": "regression",
     "score_systems": "scoring",

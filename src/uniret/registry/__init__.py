@@ -26,6 +26,7 @@ _EXPORTS = {
     "BUNDLES": "pointer",
     "POINTER": "pointer",
     "read_pointer": "pointer",
+    "prune": "retention",
     "promote": "promotion",
     "rollback": "promotion",
 }

@@ -14,7 +14,6 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from uniret.registry.errors import RegistryError
 from uniret.registry.pointer import BUNDLES, POINTER, read_pointer, registry_lock
@@ -34,14 +33,12 @@ class PruneResult:
     history_dropped: int = 0  # pointer history entries beyond keep_history
     dry_run: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
 
 def _published(root: Path) -> list[str]:
     folder = root / BUNDLES
-    return sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")) \
-        if folder.is_dir() else []
+    if not folder.is_dir():
+        return []
+    return sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
 def _remove(root: Path, version: str) -> None:

@@ -1,8 +1,8 @@
 """Report stage: local regression report (report.md + PNGs) and a W&B run (offline by default).
 
 Compares the candidate with the production bundle the gate judged it against (its scores on this
-run's data when the gate re-scored it; else the current production) and with the baseline, plots training curves from the training stages' train.tsv,
-and logs everything to W&B. Absent inputs are named in the report, never silently dropped.
+run's data when the gate re-scored it; else the current production) and with the baseline, plots
+training curves from the training stages' train.tsv, and logs everything to W&B. Absent inputs are named in the report, never silently dropped.
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ def production_metrics(root: Path, decision: dict[str, Any] | None,
         if version is None:
             return None, "cold start: the gate had no production bundle"
         if rescored is not None and rescored.get("version") == version:
-            return (version, rescored["metrics"], rescored["system"]), f"production {version}, re-scored on this run's data"
+            note = f"production {version}, re-scored on this run's data"
+            return (version, rescored["metrics"], rescored["system"]), note
     else:
         pointer = read_pointer(root)
         if pointer is None:
