@@ -10,6 +10,7 @@ import yaml
 
 from uniret.config import load_params
 from uniret.registry.bundles import read_manifest
+from uniret.registry.integrity import verify_registry
 from uniret.registry.pointer import read_pointer
 from uniret.runtime import make_context
 from uniret.runtime import read_manifest as read_stage_manifest
@@ -214,3 +215,18 @@ def test_promote_stage_applies_registry_retention(ctx, tmp_path):
     assert second["promoted"] and second["pruned"] == [first["version"]]
     assert read_stage_manifest(keep0.stage_dir("promote"))["metrics"]["retention"].startswith("kept production + 0")
     assert sorted(p.name for p in (tmp_path / "registry" / "bundles").iterdir()) == [second["version"]]
+
+
+def test_promotion_publishes_the_served_systems_per_query_scores(ctx, tmp_path):
+    write_upstream(ctx.artifacts, metrics_json(0.70, 0.33))
+    per_query = ctx.artifacts / "evaluate" / "per_query"
+    for system in ("uni", "bm25"):
+        (per_query / system).mkdir(parents=True)
+        (per_query / system / "scifact.json").write_text(json.dumps({"q1": {"ndcg@10": 0.7}}))
+    gate_stage.run(ctx)
+    version = promote_stage.run(ctx)["version"]
+    bundle = tmp_path / "registry" / "bundles" / version
+    assert sorted(p.relative_to(bundle).as_posix() for p in (bundle / "evaluation").rglob("*.json")) == [
+        "evaluation/per_query/uni/scifact.json"]
+    assert "evaluation/per_query/uni/scifact.json" in (bundle / "SHA256SUMS").read_text()
+    assert verify_registry(tmp_path / "registry").ok

@@ -84,6 +84,9 @@ def test_gate_rescores_production_on_changed_data_as_evaluate_scores_the_candida
     assert production.keys() == candidate.keys()
     assert all(production[m] == pytest.approx(candidate[m], abs=1e-6) for m in candidate)
     assert 0.0 < candidate["ndcg@10"] < STALE_NDCG - 0.01  # the stale figure would have blocked it
+    per_query = ("per_query", SYSTEM, "scifact.json")  # per query too, in the evaluate stage's layout (report)
+    assert json.loads(ctx.stage_dir("gate").joinpath(gate_stage.PRODUCTION_DIR, *per_query).read_text()) \
+        == json.loads(ctx.stage_dir("evaluate").joinpath(*per_query).read_text())
     [check] = [c for c in decision["checks"] if c["name"] == "no_regression"]
     assert check["reason"].endswith("production's scores re-scored on this run's data)")
     assert check["status"] == "pass" and check["threshold"] == pytest.approx(candidate["ndcg@10"] - 0.01, abs=1e-6)

@@ -112,33 +112,59 @@ def test_report_without_gate_or_logs_says_so(ctx, monkeypatch):
     assert "production column: no production bundle in the registry" in text
 
 
-def test_report_compares_with_the_gates_rescoring_of_production(ctx, tmp_path, monkeypatch):
-    """When the gate re-scored production on this run's data, the production column shows those
-    scores, not the ones stored at its promotion (measured on other data)."""
+def _per_query(folder: Path, system: str, values: dict[str, list[float]]) -> None:
+    for ds, scores in values.items():
+        path = folder / "per_query" / system / f"{ds}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({f"q{i}": {"ndcg@10": v} for i, v in enumerate(scores)}))
+
+
+def test_report_compares_with_productions_scores_on_this_runs_data(ctx, tmp_path, monkeypatch):
+    """The production column and the candidate - production intervals use production's scores on this
+    run's data: the gate's re-scoring when it made one, else those published with the bundle when the
+    gate found them measured on this run's data, else none (with the reason)."""
     monkeypatch.setenv("WANDB_MODE", "disabled")
     prod_src = tmp_path / "prod-bundle"
     prod_src.mkdir()
     (prod_src / "manifest.json").write_text("{}")
+    stored_per_query = tmp_path / "stored"
+    _per_query(stored_per_query, "uni", {"scifact": [0.5, 0.5, 0.5], "nfcorpus": [0.4, 0.2]})
     promote(tmp_path / "registry", prod_src, evaluation=_metrics(0.69, 0.35),
-            decision={"passed": True, "candidate": "uni"}, lineage={}, version="v1", dvc_push=False)
+            decision={"passed": True, "candidate": "uni"}, lineage={}, version="v1", dvc_push=False,
+            attachments={"evaluation/per_query/uni": stored_per_query / "per_query" / "uni"})
     art = ctx.artifacts
     for stage in ("evaluate", "gate"):
         (art / stage).mkdir(parents=True)
         (art / stage / "manifest.json").write_text("{}")
     (art / "evaluate" / "metrics.json").write_text(json.dumps(_metrics(0.70, 0.30)))
-    (art / "gate" / "decision.json").write_text(json.dumps(
-        {"passed": True, "candidate": "uni", "production": "v1", "checks": []}))
-    def report_with(rescoring: dict) -> str:
-        (art / "gate" / "production_metrics.json").write_text(json.dumps(rescoring))
+    _per_query(art / "evaluate", "uni", {"scifact": [0.8, 0.6, 0.7], "nfcorpus": [0.3, 0.3]})
+
+    def report_with(production_scores: str, rescoring: dict | None) -> str:
+        (art / "gate" / "decision.json").write_text(json.dumps(
+            {"passed": True, "candidate": "uni", "production": "v1", "production_scores": production_scores,
+             "checks": []}))
+        path = art / "gate" / "production_metrics.json"
+        path.unlink(missing_ok=True)
+        if rescoring is not None:
+            path.write_text(json.dumps(rescoring))
         report_stage.run(ctx)
         return (ctx.stage_dir("report") / "report.md").read_text()
 
-    text = report_with({"version": "v1", "system": "uni", "why": "nfcorpus: its files changed",
-                        "metrics": _metrics(0.68, 0.31)})
+    _per_query(art / "gate" / "production", "uni", {"scifact": [0.6, 0.6, 0.6], "nfcorpus": [0.3, 0.3]})
+    text = report_with("re-scored on this run's data (nfcorpus: its files changed)",
+                       {"version": "v1", "system": "uni", "why": "nfcorpus: its files changed",
+                        "metrics": _metrics(0.60, 0.31)})
+    assert "production: `v1` (scores re-scored on this run's data by the gate)" in text
     assert "| nfcorpus | 0.3000 | 0.3100 | -0.0100 | 0.3200 | -0.0200 |" in text
-    assert "production column: production v1, re-scored on this run's data" in text
+    assert "### uni - production: 95% bootstrap intervals over the queries" in text
+    assert "| scifact | 3 | 0.6000 | 0.7000 | +0.1000 |" in text  # the gate's per-query scores, not the stored
 
-    # a re-scoring of another version (a stale file) is not taken for this production
-    text = report_with({"version": "v0", "system": "uni", "why": "x", "metrics": _metrics(0.1, 0.1)})
+    # the gate used the stored scores (same data): the bundle's own per-query files
+    text = report_with("stored at promotion", {"version": "v0", "system": "uni", "why": "x", "metrics": {}})
+    assert "production: `v1` (scores stored at its promotion)" in text
     assert "| nfcorpus | 0.3000 | 0.3500 | -0.0500 | 0.3200 | -0.0200 |" in text
-    assert "production column: production v1, scores stored at its promotion" in text
+    assert "| scifact | 3 | 0.5000 | 0.7000 | +0.2000 |" in text and "| nfcorpus | 2 | 0.3000 | 0.3000 |" in text
+
+    # stored scores from other data (rescore_production: never): no intervals, and why
+    text = report_with("stored at promotion, measured on other data (scifact: its files changed)", None)
+    assert "(none: production's scores: stored at promotion, measured on other data" in text

@@ -53,16 +53,19 @@ def macro_groups(datasets: Sequence[str], train_dataset: str) -> dict[str, list[
 
 
 def compare_evaluated(evaluated: Path, a: str, b: str, metric: str, datasets: Sequence[str],
-                      groups: dict[str, Sequence[str]], resamples: int, seed: int) -> dict[str, PairedComparison]:
-    """{dataset or group name: B - A}; a group pools its datasets as the macro average does."""
+                      groups: dict[str, Sequence[str]], resamples: int, seed: int,
+                      evaluated_a: Path | None = None) -> dict[str, PairedComparison]:
+    """{dataset or group name: B - A}; a group pools its datasets as the macro average does.
+    `evaluated_a`: where A's per_query/ lives when not beside B's (the gate's production scores)."""
     pairs = {}
     for d in datasets:
-        a_rows, b_rows = read_per_query(evaluated, a, d, metric), read_per_query(evaluated, b, d, metric)
+        a_rows = read_per_query(evaluated_a or evaluated, a, d, metric)
+        b_rows = read_per_query(evaluated, b, d, metric)
         try:
             pairs[d] = per_query_pairs(a_rows, b_rows, d)
         except ValueError as exc:  # the two files hold different queries
             raise DataError(DataProblem(evaluated / PER_QUERY_DIR / b / f"{d}.json", None, None,
-                                        f"{exc} (against {a}/{d}.json)")) from exc
+                                        f"{exc} (against {(evaluated_a or evaluated) / PER_QUERY_DIR / a}/{d}.json)")) from exc
     out = {d: paired_bootstrap({d: pairs[d]}, resamples, seed=seed) for d in datasets}
     for name, members in groups.items():
         if members:

@@ -125,15 +125,18 @@ def render(
     wandb: dict[str, Any],
     stage_seconds: dict[str, float] | None = None,
     intervals: list[str] | None = None,
+    production_intervals: list[str] | None = None,
+    production_note: str | None = None,
 ) -> str:
-    """The whole report.md; `intervals`: markdown lines of the candidate vs the baseline with
-    bootstrap intervals (uniret.evaluation.compare_systems), shown under the per-dataset table."""
+    """The whole report.md; `intervals` / `production_intervals`: markdown lines of the candidate vs
+    the baseline / vs production with bootstrap intervals (uniret.evaluation.compare_systems), shown
+    under the per-dataset table; `production_note`: where production's scores came from."""
     lines = [
         "# uniret regression report",
         "",
         f"- profile: `{profile}`",
         f"- candidate: `{cmp.candidate}`; baseline: `{cmp.baseline}`; "
-        f"production: `{cmp.production or 'none (cold start)'}`",
+        f"production: `{cmp.production or 'none (cold start)'}`" + (f" ({production_note})" if production_note else ""),
         "",
         "## Gate",
         "",
@@ -145,6 +148,8 @@ def render(
         "",
         *([f"### {cmp.candidate} - {cmp.baseline}: 95% bootstrap intervals over the queries", "", *intervals, ""]
           if intervals else []),
+        *([f"### {cmp.candidate} - production: 95% bootstrap intervals over the queries", "",
+           *production_intervals, ""] if production_intervals else []),
         "## All metrics",
         "",
         *systems_table(metrics, [cmp.candidate, cmp.baseline]),

@@ -24,6 +24,9 @@ log = logging.getLogger("uniret.registry")
 
 MANIFEST = "manifest.json"
 HASH_PREFIX = 8  # hex digits of the content hash in a generated version name
+# a published bundle's evaluation, per query: EVALUATION_DIR/per_query/<system>/<dataset>.json (the
+# evaluate stage's layout), so the report can bootstrap the candidate against production
+EVALUATION_DIR = "evaluation"
 
 
 def read_manifest(bundle_dir: str | Path) -> dict[str, Any]:
@@ -66,11 +69,14 @@ def publish(
     lineage: dict[str, Any],
     version: str | None = None,
     content_hash: str | None = None,
+    attachments: dict[str, Path] | None = None,
 ) -> str:
     """Copy `source` into <root>/bundles/<version>/ atomically; return the version.
 
     The version defaults to `<UTC time>-<content hash prefix>`. An existing version is never
-    overwritten (bundles are immutable; the rename refuses a non-empty target).
+    overwritten (bundles are immutable; the rename refuses a non-empty target). `attachments`
+    ({path in the bundle: folder}) are copied in too, checksummed with the rest, outside the
+    content hash (e.g. the per-query scores of its evaluation, EVALUATION_DIR).
     """
     source, bundles = Path(source), Path(root) / BUNDLES
     manifest = read_manifest(source)
@@ -85,6 +91,8 @@ def publish(
     tmp = make_temp_dir(bundles, f".tmp-{version}-")
     try:
         shutil.copytree(source, tmp, dirs_exist_ok=True)
+        for dest, folder in (attachments or {}).items():
+            shutil.copytree(folder, tmp / dest)
         manifest.update(
             version=version,
             published_at=now_iso(),

@@ -22,6 +22,9 @@ Status = Literal["pass", "fail", "skipped"]
 # Float round-off allowance so that a value exactly at its threshold (e.g. prod - tolerance)
 # is not failed by the last bit of a subtraction.
 EPS = 1e-9
+# Where production's scores came from when they are the ones stored at its promotion, measured on
+# this run's data (the decision's production_scores; the report then trusts the bundle's per-query files).
+STORED_AT_PROMOTION = "stored at promotion"
 # Keys a benchmark entry may use for p95 latency in milliseconds (the bench writer is separate).
 _P95_KEYS = ("p95_ms", "latency_p95_ms", "p95")
 
@@ -55,7 +58,7 @@ class ProductionRef:
     system: str  # the system of those metrics that was promoted (e.g. "uni")
     bundle: Path | None = None  # the published bundle folder
     basis: dict[str, Any] | None = None  # what the stored metrics were measured on (registry.basis)
-    source: str = "stored at promotion"  # shown in every regression check's reason...
+    source: str = STORED_AT_PROMOTION  # shown in every regression check's reason...
     why: str | None = None  # ...and, in the decision, why (what differs from the stored scores' data)
     unavailable: str | None = None  # why no comparable metrics exist (re-scoring failed): the check fails
 

@@ -68,6 +68,7 @@ def promote(
     version: str | None = None,
     dvc_push: bool = True,
     keep_history: int | None = None,
+    attachments: dict[str, Path] | None = None,
 ) -> PromotionResult:
     """Publish bundle folder `source` (unless identical content is already published) and make it production.
 
@@ -75,6 +76,7 @@ def promote(
     Promoting content that already is production changes nothing (idempotent reruns).
     `keep_history`: after the flip, under the same lock, delete every bundle but production and
     that many of its rollback history (uniret.registry.retention); None keeps every bundle.
+    `attachments`: folders published with the bundle (bundles.publish).
     """
     root, serving = Path(root), serving or Serving()
     root.mkdir(parents=True, exist_ok=True)
@@ -90,7 +92,7 @@ def promote(
         if published:
             existing = bundles.publish(root, source, evaluation=evaluation, decision=decision,
                                        lineage={**lineage, "parent": previous}, version=version,
-                                       content_hash=content_hash)
+                                       content_hash=content_hash, attachments=attachments)
         pointer = point_to(root, existing)
         pruned, retention = _retain(root, keep_history)
         pointer = read_pointer(root) or pointer  # the history may have been trimmed

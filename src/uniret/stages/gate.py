@@ -5,7 +5,8 @@ skips. Missing evaluate metrics are an error (there is nothing to decide on).
 
 Production is judged by scores measured on this run's data: those stored at its promotion when
 their basis (dataset files, split, slice) is this run's, else its served mode re-scored here
-(gate.rescore_production; written to production_metrics.json for the report).
+(gate.rescore_production; written to production_metrics.json and, per query, to
+production/per_query/, for the report).
 """
 
 from __future__ import annotations
@@ -13,14 +14,16 @@ from __future__ import annotations
 import dataclasses
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from uniret.bench.report import JSON_FILE as BENCH_JSON
 from uniret.config.gate import GateConfig
 from uniret.core.jsonio import read_json, read_optional_json
+from uniret.evaluation.outputs import PER_QUERY_DIR
 from uniret.registry.basis import basis_differences, evaluation_basis
 from uniret.registry.configured import registry_root
 from uniret.registry.gate import (
+    STORED_AT_PROMOTION,
     GateInputs,
     ProductionRef,
     decide,
@@ -32,11 +35,15 @@ from uniret.registry.pointer import POINTER
 from uniret.runtime import StageContext, stage_output
 from uniret.utils.files import atomic_write_json, atomic_write_text
 
+if TYPE_CHECKING:
+    from uniret.evaluation.scoring import Scores
+
 log = logging.getLogger("uniret.gate")
 
 DECISION_JSON = "decision.json"
 DECISION_MD = "decision.md"
-PRODUCTION_METRICS_JSON = "production_metrics.json"  # production re-scored on this run's data
+PRODUCTION_METRICS_JSON = "production_metrics.json"  # production re-scored on this run's data...
+PRODUCTION_DIR = "production"  # ...and its per_query/<system>/<dataset>.json (the evaluate stage's layout)
 METRICS_JSON = "metrics.json"  # written by the evaluate stage
 INDEX_BUNDLE = "bundle"  # the index stage's bundle folder
 BENCH_STAGE = "bench"  # its bench.json: latency and sizes of the candidate bundle
@@ -66,8 +73,8 @@ def gather_inputs(ctx: StageContext, cfg: GateConfig) -> tuple[GateInputs, dict[
 
 
 def judged_production(ctx: StageContext, cfg: GateConfig,
-                      stored: ProductionRef) -> tuple[ProductionRef, dict[str, Any] | None]:
-    """Production with the scores it is judged by, and the re-scoring's document (None: stored ones).
+                      stored: ProductionRef) -> tuple[ProductionRef, Scores | None]:
+    """Production with the scores it is judged by, and the re-scoring's Scores (None: stored ones).
 
     Scores that cannot be made comparable (re-scoring failed) leave the regression check failing
     with the reason: a candidate is never waved through on figures from other data."""
@@ -75,21 +82,20 @@ def judged_production(ctx: StageContext, cfg: GateConfig,
     differences = basis_differences(stored.basis, evaluation_basis(ctx.params, validate if validate.is_dir() else None))
     why = "; ".join(differences) or None
     if cfg.rescore_production == "never" or (cfg.rescore_production == "auto" and not differences):
-        source = "stored at promotion, measured on other data" if differences else "stored at promotion"
+        source = f"{STORED_AT_PROMOTION}, measured on other data" if differences else STORED_AT_PROMOTION
         return dataclasses.replace(stored, source=source, why=why), None
     why = why or "gate.rescore_production is always"
     log.info("re-scoring production %s (%s) on this run's data: %s", stored.version, stored.system, why)
     from uniret.evaluation.rescore import score_bundle_mode  # torch, onnxruntime: only when re-scoring
 
     try:
-        doc = score_bundle_mode(ctx, stored.bundle, stored.system)
+        scores = score_bundle_mode(ctx, stored.bundle, stored.system)
     except Exception as exc:  # any failure is a decision: blocked with its reason, not a crash
         log.exception("re-scoring production %s failed", stored.version)
         return dataclasses.replace(
             stored, unavailable=f"production {stored.version} could not be re-scored on this run's data "
                                 f"({why}): {type(exc).__name__}: {exc}"), None
-    rescored = {"version": stored.version, "system": stored.system, "why": why, "metrics": doc}
-    return dataclasses.replace(stored, metrics=doc, source="re-scored on this run's data", why=why), rescored
+    return dataclasses.replace(stored, metrics=scores.doc, source="re-scored on this run's data", why=why), scores
 
 
 def run(ctx: StageContext) -> dict[str, Any]:
@@ -102,7 +108,11 @@ def run(ctx: StageContext) -> dict[str, Any]:
     decision = decide(cfg, inputs)
     with stage_output(ctx, "gate", sections=["gate", "data", "evaluate"], inputs=files) as (out, manifest):
         if rescored is not None:
-            atomic_write_json(out / PRODUCTION_METRICS_JSON, rescored)
+            prod = inputs.production
+            atomic_write_json(out / PRODUCTION_METRICS_JSON, {"version": prod.version, "system": prod.system,
+                                                              "why": prod.why, "metrics": rescored.doc})
+            for dataset, rows in rescored.per_query[prod.system].items():
+                atomic_write_json(out / PRODUCTION_DIR / PER_QUERY_DIR / prod.system / f"{dataset}.json", rows)
         atomic_write_json(out / DECISION_JSON, decision.to_dict())
         atomic_write_text(out / DECISION_MD, decision_markdown(decision))
         counts = {s: sum(c.status == s for c in decision.checks) for s in ("pass", "fail", "skipped")}

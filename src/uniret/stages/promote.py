@@ -11,6 +11,8 @@ from typing import Any
 
 from uniret.config.paths import params_dir
 from uniret.core.jsonio import read_json
+from uniret.evaluation.outputs import PER_QUERY_DIR
+from uniret.registry.bundles import EVALUATION_DIR
 from uniret.registry.configured import registry_config, registry_root, serving_from
 from uniret.registry.lineage import build_lineage
 from uniret.registry.promotion import promote
@@ -45,6 +47,10 @@ def run(ctx: StageContext) -> dict[str, Any]:
         evaluation = read_json(ctx.require("evaluate") / METRICS_JSON)
         validate = ctx.stage_dir("validate")
         registry = registry_config(ctx.params)
+        # the served system's per-query scores go with the bundle: the report bootstraps candidates against them
+        system = str(decision.get("candidate"))
+        served = ctx.require("evaluate") / PER_QUERY_DIR / system
+        attachments = {f"{EVALUATION_DIR}/{PER_QUERY_DIR}/{system}": served} if served.is_dir() else None
         lineage = build_lineage(ctx.params, validate if validate.is_dir() else None, None, params_dir(ctx.params))
         result = promote(
             registry_root(ctx.params),
@@ -55,6 +61,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
             serving=serving_from(ctx.params),
             dvc_push=registry.dvc_push,
             keep_history=registry.keep_history,
+            attachments=attachments,
         )
         status = "promoted" if result.changed else "unchanged: bundle already is production"
         manifest["metrics"] = {"promoted": result.changed, "status": status, "version": result.version,

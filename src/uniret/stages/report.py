@@ -21,14 +21,20 @@ from uniret.evaluation import plots
 from uniret.evaluation.compare_systems import compare_evaluated, datasets_of, macro_groups, render_comparison
 from uniret.evaluation.regression import Comparison, compare, render
 from uniret.evaluation.train_logs import LOSS, SPARSITY_COLUMNS, STEP, Columns, find_train_logs
-from uniret.registry.bundles import read_manifest
+from uniret.registry.bundles import EVALUATION_DIR, read_manifest
 from uniret.registry.configured import registry_root
 from uniret.registry.errors import RegistryError
-from uniret.registry.gate import resolve_gate_config
+from uniret.registry.gate import STORED_AT_PROMOTION, resolve_gate_config
 from uniret.registry.pointer import BUNDLES, read_pointer
 from uniret.runtime import StageContext, stage_output, stage_seconds
 from uniret.stages import STAGES
-from uniret.stages.gate import DECISION_JSON, INDEX_BUNDLE, METRICS_JSON, PRODUCTION_METRICS_JSON
+from uniret.stages.gate import (
+    DECISION_JSON,
+    INDEX_BUNDLE,
+    METRICS_JSON,
+    PRODUCTION_DIR,
+    PRODUCTION_METRICS_JSON,
+)
 from uniret.tracking.wandb_report import RunContent, log_run
 from uniret.utils.files import atomic_write_text
 
@@ -39,6 +45,8 @@ NDCG_PNG = "metric_by_dataset.png"
 LOSS_PNG = "training_loss.png"
 SPARSITY_PNG = "sparsity.png"
 INTERVAL_SEED = 0  # fixed: the report's bootstrap intervals repeat from run to run
+RESCORED_NOTE = "scores re-scored on this run's data by the gate"  # where the production column comes from
+STORED_NOTE = "scores stored at its promotion"
 
 
 def production_metrics(root: Path, decision: dict[str, Any] | None,
@@ -51,8 +59,7 @@ def production_metrics(root: Path, decision: dict[str, Any] | None,
         if version is None:
             return None, "cold start: the gate had no production bundle"
         if rescored is not None and rescored.get("version") == version:
-            note = f"production {version}, re-scored on this run's data"
-            return (version, rescored["metrics"], rescored["system"]), note
+            return (version, rescored["metrics"], rescored["system"]), RESCORED_NOTE
     else:
         pointer = read_pointer(root)
         if pointer is None:
@@ -63,7 +70,7 @@ def production_metrics(root: Path, decision: dict[str, Any] | None,
     except RegistryError as exc:
         return None, f"production bundle {version} unreadable: {exc}"
     system = (manifest.get("gate") or {}).get("candidate") or ""
-    return (version, manifest.get("evaluation") or {}, system), f"production {version}, scores stored at its promotion"
+    return (version, manifest.get("evaluation") or {}, system), STORED_NOTE
 
 
 def training_figures(logs: dict[str, Columns], out: Path, dpi: int) -> tuple[dict[str, str], list[str]]:
@@ -106,20 +113,42 @@ def wandb_content(ctx: StageContext, cmp: Comparison, metrics: dict[str, Any], d
     )
 
 
-def baseline_intervals(evaluated: Path, gate: GateConfig, train_dataset: str, resamples: int) -> list[str]:
-    """Markdown lines: the candidate vs the baseline per dataset with paired bootstrap intervals
-    over the test queries (the evaluate stage's per_query files), or why there are none."""
+def intervals(evaluated: Path, a: str, b: str, metric: str, train_dataset: str, resamples: int,
+              evaluated_a: Path | None = None, a_label: str | None = None) -> list[str]:
+    """Markdown lines: system b (the candidate) vs a per dataset with paired bootstrap intervals over
+    the test queries (per_query files: b's under `evaluated`, a's under `evaluated_a` or there too),
+    or why there are none."""
     if resamples < 1:
         return ["(off: report.significance_resamples is 0)"]
-    datasets = datasets_of(evaluated, gate.candidate_system)
+    datasets = datasets_of(evaluated, b)
+    if evaluated_a is not None:
+        datasets = [d for d in datasets if d in set(datasets_of(evaluated_a, a))]
     if not datasets:
-        return [f"(none: no per-query scores of {gate.candidate_system} under {evaluated})"]
+        return [f"(none: no per-query scores of {b} under {evaluated})"]
     try:
-        results = compare_evaluated(evaluated, gate.baseline_system, gate.candidate_system, gate.metric, datasets,
-                                    macro_groups(datasets, train_dataset), resamples, seed=INTERVAL_SEED)
+        results = compare_evaluated(evaluated, a, b, metric, datasets, macro_groups(datasets, train_dataset),
+                                    resamples, seed=INTERVAL_SEED, evaluated_a=evaluated_a)
     except (FileNotFoundError, DataError) as exc:
         return [f"(none: {exc})"]
-    return render_comparison(results, gate.baseline_system, gate.candidate_system, gate.metric).splitlines()
+    return render_comparison(results, a_label or a, b, metric).splitlines()
+
+
+def production_per_query(ctx: StageContext, root: Path, decision: dict[str, Any] | None,
+                         rescored: dict[str, Any] | None) -> tuple[Path | None, str]:
+    """Where production's per-query scores on this run's data are (the gate's re-scoring, else the
+    files published with the bundle when the gate found its stored scores measured on this run's
+    data), or None and why."""
+    if decision is None:
+        return None, "no gate decision, so no word on whether production's scores are of this run's data"
+    version = decision.get("production")
+    if version is None:
+        return None, "cold start"
+    if rescored is not None and rescored.get("version") == version:
+        return ctx.stage_dir("gate") / PRODUCTION_DIR, ""
+    if decision.get("production_scores") != STORED_AT_PROMOTION:
+        return None, f"production's scores: {decision.get('production_scores') or 'unknown'}"
+    folder = root / BUNDLES / version / EVALUATION_DIR
+    return (folder, "") if folder.is_dir() else (None, f"production {version} was published without per-query scores")
 
 
 def wandb_base(ctx: StageContext, cfg: ReportConfig) -> Path:
@@ -138,10 +167,19 @@ def run(ctx: StageContext) -> dict[str, Any]:
     production, prod_note = production_metrics(registry_root(ctx.params), decision, rescored)
     cmp = compare(metrics, metric=gate.metric, candidate=gate.candidate_system, baseline=gate.baseline_system,
                   production=production, macro_key=gate.macro_key)
-    intervals = baseline_intervals(ctx.require("evaluate"), gate, ctx.params.section("data").train_dataset,
-                                   cfg.significance_resamples)
+    evaluated, train_dataset = ctx.require("evaluate"), ctx.params.section("data").train_dataset
+    vs_baseline = intervals(evaluated, gate.baseline_system, gate.candidate_system, gate.metric, train_dataset,
+                            cfg.significance_resamples)
+    vs_production = None
+    if production is not None:
+        version, _, system = production
+        folder, why = production_per_query(ctx, registry_root(ctx.params), decision, rescored)
+        vs_production = [f"(none: {why})"] if folder is None else intervals(
+            evaluated, system, gate.candidate_system, gate.metric, train_dataset, cfg.significance_resamples,
+            evaluated_a=folder, a_label=f"production {version}")
     logs, notes = find_train_logs(ctx.artifacts, cfg.training_stages)
-    notes.append(f"production column: {prod_note}")
+    if production is None:
+        notes.append(f"production column: {prod_note}")
     with stage_output(ctx, "report", sections=["report", "gate"], inputs={"metrics": metrics_path}) as (out, manifest):
         labels = cmp.labels()
         values = {ds: {labels[r]: v for r, v in row.items()} for ds, row in cmp.rows.items()}
@@ -153,14 +191,14 @@ def run(ctx: StageContext) -> dict[str, Any]:
         notes += train_notes
         images = {Path(name).stem: out / name for name in figures.values()}
         seconds = stage_seconds(ctx, STAGES[: STAGES.index("report")])  # the stages before the report
+        extra = {"stage_seconds": seconds, "intervals": vs_baseline, "production_intervals": vs_production,
+                 "production_note": prod_note if production is not None else None}
         draft = render(cmp, metrics, profile=ctx.profile, decision=decision, decision_absent=decision_absent,
-                       figures=figures, notes=notes, wandb={"mode": "pending", "status": "logging"},
-                       stage_seconds=seconds, intervals=intervals)
+                       figures=figures, notes=notes, wandb={"mode": "pending", "status": "logging"}, **extra)
         outcome = log_run(wandb_content(ctx, cmp, metrics, decision, images, draft), project=cfg.wandb_project,
                           entity=cfg.wandb_entity, mode=cfg.wandb_mode, base_dir=wandb_base(ctx, cfg))
         text = render(cmp, metrics, profile=ctx.profile, decision=decision, decision_absent=decision_absent,
-                      figures=figures, notes=notes, wandb=outcome.to_dict(), stage_seconds=seconds,
-                      intervals=intervals)
+                      figures=figures, notes=notes, wandb=outcome.to_dict(), **extra)
         atomic_write_text(out / REPORT_MD, text)
         manifest["metrics"] = {"figures": sorted(figures.values()), "wandb": outcome.to_dict(), "notes": notes,
                                "production": cmp.production}
