@@ -1,8 +1,10 @@
 """Report stage: local regression report (report.md + PNGs) and a W&B run (offline by default).
 
 Compares the candidate with the production bundle the gate judged it against (its scores on this
-run's data when the gate re-scored it; else the current production) and with the baseline, plots
-training curves from the training stages' train.tsv, and logs everything to W&B. Absent inputs are named in the report, never silently dropped.
+run's data when the gate re-scored it; else the current production) and with the baseline, with
+paired bootstrap intervals against both where per-query scores exist, plots training curves from
+the training stages' train.tsv, and logs everything to W&B. Absent inputs are named in the report,
+never silently dropped.
 """
 
 from __future__ import annotations
