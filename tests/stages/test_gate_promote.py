@@ -152,7 +152,7 @@ def test_regression_is_judged_on_stored_scores_of_the_same_data(ctx, tmp_path):
     write_upstream(ctx.artifacts, metrics_json(0.71, 0.33), payload="next")  # same data files
     assert gate_stage.run(ctx)["passed"] is True
     decision = decision_of(ctx)
-    assert decision["production_scores"] == "stored at promotion"
+    assert decision["production_scores"] == "stored at promotion" and decision["production_scores_kind"] == "stored"
     regression = [c for c in decision["checks"] if c["name"] == "no_regression"]
     assert {c["dataset"] for c in regression} == {"scifact", "nfcorpus"}
     assert all(c["status"] == "pass" and "stored at promotion" in c["reason"] for c in regression)
@@ -175,7 +175,7 @@ def test_changed_data_blocks_when_production_cannot_be_rescored(ctx, tmp_path):
     assert [(c["name"], c["dataset"]) for c in failed] == [("no_regression", None)]
     assert failed[0]["reason"].startswith(f"production {first} could not be re-scored on this run's data "
                                           "(scifact: its files changed since production was evaluated)")
-    assert decision["production_scores"] == failed[0]["reason"]
+    assert decision["production_scores"] == failed[0]["reason"] and decision["production_scores_kind"] == "unavailable"
     assert "could not be re-scored" in (ctx.stage_dir("gate") / "decision.md").read_text()
     assert promote_stage.run(ctx)["promoted"] is False
     assert read_pointer(tmp_path / "registry")["version"] == first
@@ -195,7 +195,7 @@ def test_rescore_never_keeps_the_stored_scores_and_says_what_differs(ctx, tmp_pa
     assert gate_stage.run(never)["passed"] is True
     decision = decision_of(never)
     note = "stored at promotion, measured on other data (nfcorpus: its files changed since production was evaluated)"
-    assert decision["production_scores"] == note
+    assert decision["production_scores"] == note and decision["production_scores_kind"] == "stored_other_data"
     assert all(c["reason"].endswith("production's scores stored at promotion, measured on other data)")
                for c in decision["checks"] if c["name"] == "no_regression")
 

@@ -77,6 +77,7 @@ def test_gate_rescores_production_on_changed_data_as_evaluate_scores_the_candida
     why = "scifact: its files changed since production was evaluated"
     assert decision["production"] == version
     assert decision["production_scores"] == f"re-scored on this run's data ({why})"
+    assert decision["production_scores_kind"] == "rescored"
     rescored = json.loads((ctx.stage_dir("gate") / gate_stage.PRODUCTION_METRICS_JSON).read_text())
     assert rescored["version"] == version and rescored["system"] == SYSTEM and rescored["why"] == why
     # the same bundle on the same data: production's re-scoring equals the candidate's evaluation

@@ -139,10 +139,10 @@ def test_report_compares_with_productions_scores_on_this_runs_data(ctx, tmp_path
     (art / "evaluate" / "metrics.json").write_text(json.dumps(_metrics(0.70, 0.30)))
     _per_query(art / "evaluate", "uni", {"scifact": [0.8, 0.6, 0.7], "nfcorpus": [0.3, 0.3]})
 
-    def report_with(production_scores: str, rescoring: dict | None) -> str:
+    def report_with(kind: str, production_scores: str, rescoring: dict | None) -> str:
         (art / "gate" / "decision.json").write_text(json.dumps(
             {"passed": True, "candidate": "uni", "production": "v1", "production_scores": production_scores,
-             "checks": []}))
+             "production_scores_kind": kind, "checks": []}))
         path = art / "gate" / "production_metrics.json"
         path.unlink(missing_ok=True)
         if rescoring is not None:
@@ -151,7 +151,7 @@ def test_report_compares_with_productions_scores_on_this_runs_data(ctx, tmp_path
         return (ctx.stage_dir("report") / "report.md").read_text()
 
     _per_query(art / "gate" / "production", "uni", {"scifact": [0.6, 0.6, 0.6], "nfcorpus": [0.3, 0.3]})
-    text = report_with("re-scored on this run's data (nfcorpus: its files changed)",
+    text = report_with("rescored", "re-scored on this run's data (nfcorpus: its files changed)",
                        {"version": "v1", "system": "uni", "why": "nfcorpus: its files changed",
                         "metrics": _metrics(0.60, 0.31)})
     assert "production: `v1` (scores re-scored on this run's data by the gate)" in text
@@ -160,11 +160,12 @@ def test_report_compares_with_productions_scores_on_this_runs_data(ctx, tmp_path
     assert "| scifact | 3 | 0.6000 | 0.7000 | +0.1000 |" in text  # the gate's per-query scores, not the stored
 
     # the gate used the stored scores (same data): the bundle's own per-query files
-    text = report_with("stored at promotion", {"version": "v0", "system": "uni", "why": "x", "metrics": {}})
+    text = report_with("stored", "stored at promotion", {"version": "v0", "system": "uni", "why": "x", "metrics": {}})
     assert "production: `v1` (scores stored at its promotion)" in text
     assert "| nfcorpus | 0.3000 | 0.3500 | -0.0500 | 0.3200 | -0.0200 |" in text
     assert "| scifact | 3 | 0.5000 | 0.7000 | +0.2000 |" in text and "| nfcorpus | 2 | 0.3000 | 0.3000 |" in text
 
     # stored scores from other data (rescore_production: never): no intervals, and why
-    text = report_with("stored at promotion, measured on other data (scifact: its files changed)", None)
+    text = report_with("stored_other_data", "stored at promotion, measured on other data (scifact: its files changed)",
+                       None)
     assert "(none: production's scores: stored at promotion, measured on other data" in text

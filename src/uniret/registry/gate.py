@@ -22,9 +22,15 @@ Status = Literal["pass", "fail", "skipped"]
 # Float round-off allowance so that a value exactly at its threshold (e.g. prod - tolerance)
 # is not failed by the last bit of a subtraction.
 EPS = 1e-9
-# Where production's scores came from when they are the ones stored at its promotion, measured on
-# this run's data (the decision's production_scores; the report then trusts the bundle's per-query files).
-STORED_AT_PROMOTION = "stored at promotion"
+# Where production's scores came from (the decision's production_scores_kind; with "stored" the report
+# trusts the per-query scores published with the bundle), and how each reads in a check's reason.
+ScoresKind = Literal["stored", "stored_other_data", "rescored", "unavailable"]
+SCORES_TEXT: dict[str, str] = {
+    "stored": "stored at promotion",
+    "stored_other_data": "stored at promotion, measured on other data",
+    "rescored": "re-scored on this run's data",
+    "unavailable": "not comparable",
+}
 # Keys a benchmark entry may use for p95 latency in milliseconds (the bench writer is separate).
 _P95_KEYS = ("p95_ms", "latency_p95_ms", "p95")
 
@@ -58,9 +64,9 @@ class ProductionRef:
     system: str  # the system of those metrics that was promoted (e.g. "uni")
     bundle: Path | None = None  # the published bundle folder
     basis: dict[str, Any] | None = None  # what the stored metrics were measured on (registry.basis)
-    source: str = STORED_AT_PROMOTION  # shown in every regression check's reason...
+    kind: ScoresKind = "stored"  # where `metrics` came from: shown in every regression check's reason...
     why: str | None = None  # ...and, in the decision, why (what differs from the stored scores' data)
-    unavailable: str | None = None  # why no comparable metrics exist (re-scoring failed): the check fails
+    unavailable: str | None = None  # kind "unavailable": why (re-scoring failed); the check fails
 
 
 @dataclass
@@ -81,7 +87,8 @@ class Decision:
     candidate: str
     production: str | None
     checks: list[Check]
-    production_scores: str | None = None  # where production's scores came from (stored, re-scored)
+    production_scores: str | None = None  # where production's scores came from, in words...
+    production_scores_kind: str | None = None  # ...and as a ScoresKind
 
     @property
     def passed(self) -> bool:
@@ -101,6 +108,7 @@ class Decision:
             "candidate": self.candidate,
             "production": self.production,
             "production_scores": self.production_scores,
+            "production_scores_kind": self.production_scores_kind,
             "checks": [c.to_dict() for c in self.checks],
         }
 
@@ -191,7 +199,7 @@ def regression_checks(cfg: GateConfig, metrics: dict[str, Any], production: Prod
         checks.append(_check("no_regression", ds, value, threshold, ok,
                              f"{ds}: {m} {_fmt(value)} vs production {production.version} {_fmt(prod)}: "
                              f"{verb} tolerance {cfg.max_regression:g} (threshold {_fmt(threshold)}; "
-                             f"production's scores {production.source})"))
+                             f"production's scores {SCORES_TEXT[production.kind]})"))
     return checks
 
 
@@ -293,9 +301,12 @@ def decide(cfg: GateConfig, inputs: GateInputs) -> Decision:
     checks += sparsity_checks(cfg, inputs.index_metrics, inputs.absent.get("index"))
     checks += budget_checks(cfg, inputs)
     prod = inputs.production
-    scores = None if prod is None else (prod.unavailable or (f"{prod.source} ({prod.why})" if prod.why else prod.source))
-    return Decision(candidate=cfg.candidate_system, production=prod.version if prod else None, checks=checks,
-                    production_scores=scores)
+    if prod is None:
+        return Decision(candidate=cfg.candidate_system, production=None, checks=checks)
+    text = SCORES_TEXT[prod.kind]
+    scores = prod.unavailable or (f"{text} ({prod.why})" if prod.why else text)
+    return Decision(candidate=cfg.candidate_system, production=prod.version, checks=checks,
+                    production_scores=scores, production_scores_kind=prod.kind)
 
 
 def decision_markdown(decision: Decision) -> str:

@@ -23,7 +23,6 @@ from uniret.evaluation.outputs import PER_QUERY_DIR
 from uniret.registry.basis import basis_differences, evaluation_basis
 from uniret.registry.configured import registry_root
 from uniret.registry.gate import (
-    STORED_AT_PROMOTION,
     GateInputs,
     ProductionRef,
     decide,
@@ -82,8 +81,7 @@ def judged_production(ctx: StageContext, cfg: GateConfig,
     differences = basis_differences(stored.basis, evaluation_basis(ctx.params, validate if validate.is_dir() else None))
     why = "; ".join(differences) or None
     if cfg.rescore_production == "never" or (cfg.rescore_production == "auto" and not differences):
-        source = f"{STORED_AT_PROMOTION}, measured on other data" if differences else STORED_AT_PROMOTION
-        return dataclasses.replace(stored, source=source, why=why), None
+        return dataclasses.replace(stored, kind="stored_other_data" if differences else "stored", why=why), None
     why = why or "gate.rescore_production is always"
     log.info("re-scoring production %s (%s) on this run's data: %s", stored.version, stored.system, why)
     from uniret.evaluation.rescore import score_bundle_mode  # torch, onnxruntime: only when re-scoring
@@ -93,9 +91,10 @@ def judged_production(ctx: StageContext, cfg: GateConfig,
     except Exception as exc:  # any failure is a decision: blocked with its reason, not a crash
         log.exception("re-scoring production %s failed", stored.version)
         return dataclasses.replace(
-            stored, unavailable=f"production {stored.version} could not be re-scored on this run's data "
-                                f"({why}): {type(exc).__name__}: {exc}"), None
-    return dataclasses.replace(stored, metrics=scores.doc, source="re-scored on this run's data", why=why), scores
+            stored, kind="unavailable", why=why,
+            unavailable=f"production {stored.version} could not be re-scored on this run's data "
+                        f"({why}): {type(exc).__name__}: {exc}"), None
+    return dataclasses.replace(stored, metrics=scores.doc, kind="rescored", why=why), scores
 
 
 def run(ctx: StageContext) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from uniret.evaluation.train_logs import LOSS, SPARSITY_COLUMNS, STEP, Columns, 
 from uniret.registry.bundles import EVALUATION_DIR, read_manifest
 from uniret.registry.configured import registry_root
 from uniret.registry.errors import RegistryError
-from uniret.registry.gate import STORED_AT_PROMOTION, resolve_gate_config
+from uniret.registry.gate import resolve_gate_config
 from uniret.registry.pointer import BUNDLES, read_pointer
 from uniret.runtime import StageContext, stage_output, stage_seconds
 from uniret.stages import STAGES
@@ -147,7 +147,7 @@ def production_per_query(ctx: StageContext, root: Path, decision: dict[str, Any]
         return None, "cold start"
     if rescored is not None and rescored.get("version") == version:
         return ctx.stage_dir("gate") / PRODUCTION_DIR, ""
-    if decision.get("production_scores") != STORED_AT_PROMOTION:
+    if decision.get("production_scores_kind") != "stored":
         return None, f"production's scores: {decision.get('production_scores') or 'unknown'}"
     folder = root / BUNDLES / version / EVALUATION_DIR
     return (folder, "") if folder.is_dir() else (None, f"production {version} was published without per-query scores")
