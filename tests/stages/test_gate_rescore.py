@@ -37,9 +37,9 @@ def _params(base: Params, tmp_path, rescore: str) -> Params:
 
 @pytest.fixture
 def artifacts(tmp_path, tiny_bundle):
-    """The fixture's bm25 and index stages, its validated slice with a validate record saying
-    SciFact's files are today's, and a registry whose production is that bundle, promoted with a
-    score from yesterday's files."""
+    """The fixture's bm25 and index stages and its validated slice, with a validate record saying
+    SciFact's files are today's (_publish_stale then makes that bundle production, with a score from
+    yesterday's files)."""
     source = tiny_bundle.parents[1]
     out = tmp_path / "artifacts"
     (out / "validate").mkdir(parents=True)
