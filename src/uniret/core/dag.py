@@ -13,8 +13,10 @@ STAGE_HELP = {
     "index": "encode the corpus: faiss + Lucene impact index + ONNX encoders, as a bundle",
     "bench": "measure the candidate bundle (latency per mode, encoders, sizes, HTTP) for the gate",
     "evaluate": "BEIR-style evaluation (nDCG@10, MRR@10, R@100, R@1000, MAP) of every mode",
-    "gate": "candidate vs production vs BM25 against params.yaml thresholds",
-    "promote": "publish the bundle and flip the production pointer (only when the gate passed)",
+    "gate": "candidate vs production vs BM25 against params.yaml thresholds (production re-scored on "
+            "this run's data when its stored scores come from other data)",
+    "promote": "publish the bundle and flip the production pointer (only when the gate passed); "
+               "registry.keep_history prunes older bundles",
     "report": "W&B run (offline by default) and a local regression report with plots",
 }
 STAGES = list(STAGE_HELP)
