@@ -65,8 +65,7 @@ class ProductionRef:
     bundle: Path | None = None  # the published bundle folder
     basis: dict[str, Any] | None = None  # what the stored metrics were measured on (registry.basis)
     kind: ScoresKind = "stored"  # where `metrics` came from: shown in every regression check's reason...
-    why: str | None = None  # ...and, in the decision, why (what differs from the stored scores' data)
-    unavailable: str | None = None  # kind "unavailable": why (re-scoring failed); the check fails
+    why: str | None = None  # ...and, in the decision, why (what differs; "unavailable": why it failed)
 
 
 @dataclass
@@ -179,8 +178,8 @@ def regression_checks(cfg: GateConfig, metrics: dict[str, Any], production: Prod
     every dataset both have; production without comparable metrics fails the check."""
     if production is None:
         return [_skip("no_regression", None, "cold start: no production bundle")]
-    if production.unavailable:
-        return [Check("no_regression", None, None, None, "fail", production.unavailable)]
+    if production.kind == "unavailable":
+        return [Check("no_regression", None, None, None, "fail", production.why or SCORES_TEXT["unavailable"])]
     checks: list[Check] = []
     m = cfg.metric
     prod_sets = production.metrics.get("datasets") or {}
@@ -304,7 +303,7 @@ def decide(cfg: GateConfig, inputs: GateInputs) -> Decision:
     if prod is None:
         return Decision(candidate=cfg.candidate_system, production=None, checks=checks)
     text = SCORES_TEXT[prod.kind]
-    scores = prod.unavailable or (f"{text} ({prod.why})" if prod.why else text)
+    scores = prod.why if prod.kind == "unavailable" else (f"{text} ({prod.why})" if prod.why else text)
     return Decision(candidate=cfg.candidate_system, production=prod.version, checks=checks,
                     production_scores=scores, production_scores_kind=prod.kind)
 

@@ -95,7 +95,8 @@ def promote(
                                        content_hash=content_hash, attachments=attachments)
         pointer = point_to(root, existing)
         pruned, retention = _retain(root, keep_history)
-        pointer = read_pointer(root) or pointer  # the history may have been trimmed
+        if keep_history is not None:
+            pointer = read_pointer(root) or pointer  # retention may have trimmed the history
     log.info("production: %s -> %s (retention: %s)", previous, existing, retention)
     dvc, notified = _after_change(root, existing, serving, dvc_push)
     return PromotionResult("promote", existing, previous, published, True, pointer, dvc, notified, pruned, retention)

@@ -90,10 +90,9 @@ def judged_production(ctx: StageContext, cfg: GateConfig,
         scores = score_bundle_mode(ctx, stored.bundle, stored.system)
     except Exception as exc:  # any failure is a decision: blocked with its reason, not a crash
         log.exception("re-scoring production %s failed", stored.version)
-        return dataclasses.replace(
-            stored, kind="unavailable", why=why,
-            unavailable=f"production {stored.version} could not be re-scored on this run's data "
-                        f"({why}): {type(exc).__name__}: {exc}"), None
+        failure = (f"production {stored.version} could not be re-scored on this run's data ({why}): "
+                   f"{type(exc).__name__}: {exc}")
+        return dataclasses.replace(stored, kind="unavailable", why=failure), None
     return dataclasses.replace(stored, metrics=scores.doc, kind="rescored", why=why), scores
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,17 +52,31 @@ RESCORED_NOTE = "scores re-scored on this run's data by the gate"  # where the p
 STORED_NOTE = "scores stored at its promotion"
 
 
-def production_metrics(root: Path, decision: dict[str, Any] | None,
-                       rescored: dict[str, Any] | None = None) -> tuple[tuple[str, dict, str] | None, str]:
-    """(version, metrics, system) of the production the gate compared against, and a note: the gate's
-    re-scoring on this run's data (`rescored`, its production_metrics.json) when it made one for that
-    version, else the metrics stored at its promotion."""
+@dataclass
+class ProductionView:
+    """The production the gate compared against, as the report shows it."""
+
+    version: str
+    metrics: dict[str, Any]  # metrics.json-shaped
+    system: str
+    note: str  # where its scores came from (the report's header)
+    per_query: Path | None  # a folder holding per_query/<system>/ on this run's data...
+    no_per_query: str = ""  # ...or why there is none
+
+
+def production_view(ctx: StageContext, root: Path, decision: dict[str, Any] | None,
+                    rescored: dict[str, Any] | None) -> tuple[ProductionView | None, str]:
+    """Production's scores on this run's data where known: the gate's re-scoring (`rescored`, its
+    production_metrics.json, and its per-query files) when it made one for that version, else those
+    stored at promotion, whose per-query files count only when the gate found them measured on this
+    run's data. None (and why) when there is no production to show."""
     if decision is not None:
         version = decision.get("production")
         if version is None:
             return None, "cold start: the gate had no production bundle"
         if rescored is not None and rescored.get("version") == version:
-            return (version, rescored["metrics"], rescored["system"]), RESCORED_NOTE
+            return ProductionView(version, rescored["metrics"], rescored["system"], RESCORED_NOTE,
+                                  ctx.stage_dir("gate") / PRODUCTION_DIR), ""
     else:
         pointer = read_pointer(root)
         if pointer is None:
@@ -72,7 +87,17 @@ def production_metrics(root: Path, decision: dict[str, Any] | None,
     except RegistryError as exc:
         return None, f"production bundle {version} unreadable: {exc}"
     system = (manifest.get("gate") or {}).get("candidate") or ""
-    return (version, manifest.get("evaluation") or {}, system), STORED_NOTE
+    view = ProductionView(version, manifest.get("evaluation") or {}, system, STORED_NOTE, None)
+    folder = root / BUNDLES / version / EVALUATION_DIR
+    if decision is None:
+        view.no_per_query = "no gate decision, so no word on whether production's scores are of this run's data"
+    elif decision.get("production_scores_kind") != "stored":
+        view.no_per_query = f"production's scores: {decision.get('production_scores') or 'unknown'}"
+    elif not folder.is_dir():
+        view.no_per_query = f"production {version} was published without per-query scores"
+    else:
+        view.per_query = folder
+    return view, ""
 
 
 def training_figures(logs: dict[str, Columns], out: Path, dpi: int) -> tuple[dict[str, str], list[str]]:
@@ -135,24 +160,6 @@ def intervals(evaluated: Path, a: str, b: str, metric: str, train_dataset: str, 
     return render_comparison(results, a_label or a, b, metric).splitlines()
 
 
-def production_per_query(ctx: StageContext, root: Path, decision: dict[str, Any] | None,
-                         rescored: dict[str, Any] | None) -> tuple[Path | None, str]:
-    """Where production's per-query scores on this run's data are (the gate's re-scoring, else the
-    files published with the bundle when the gate found its stored scores measured on this run's
-    data), or None and why."""
-    if decision is None:
-        return None, "no gate decision, so no word on whether production's scores are of this run's data"
-    version = decision.get("production")
-    if version is None:
-        return None, "cold start"
-    if rescored is not None and rescored.get("version") == version:
-        return ctx.stage_dir("gate") / PRODUCTION_DIR, ""
-    if decision.get("production_scores_kind") != "stored":
-        return None, f"production's scores: {decision.get('production_scores') or 'unknown'}"
-    folder = root / BUNDLES / version / EVALUATION_DIR
-    return (folder, "") if folder.is_dir() else (None, f"production {version} was published without per-query scores")
-
-
 def wandb_base(ctx: StageContext, cfg: ReportConfig) -> Path:
     """$WANDB_DIR when set (Makefile, tests), else params report.wandb_dir (repo .cache)."""
     return Path(os.environ.get("WANDB_DIR") or resolve_path(ctx.params, cfg.wandb_dir))
@@ -166,22 +173,21 @@ def run(ctx: StageContext) -> dict[str, Any]:
     metrics = read_json(metrics_path)
     decision, decision_absent = read_optional_json(ctx.stage_dir("gate") / DECISION_JSON, "gate decision")
     rescored, _ = read_optional_json(ctx.stage_dir("gate") / PRODUCTION_METRICS_JSON, "production re-scoring")
-    production, prod_note = production_metrics(registry_root(ctx.params), decision, rescored)
+    view, absent = production_view(ctx, registry_root(ctx.params), decision, rescored)
+    production = None if view is None else (view.version, view.metrics, view.system)
     cmp = compare(metrics, metric=gate.metric, candidate=gate.candidate_system, baseline=gate.baseline_system,
                   production=production, macro_key=gate.macro_key)
     evaluated, train_dataset = ctx.require("evaluate"), ctx.params.section("data").train_dataset
     vs_baseline = intervals(evaluated, gate.baseline_system, gate.candidate_system, gate.metric, train_dataset,
                             cfg.significance_resamples)
     vs_production = None
-    if production is not None:
-        version, _, system = production
-        folder, why = production_per_query(ctx, registry_root(ctx.params), decision, rescored)
-        vs_production = [f"(none: {why})"] if folder is None else intervals(
-            evaluated, system, gate.candidate_system, gate.metric, train_dataset, cfg.significance_resamples,
-            evaluated_a=folder, a_label=f"production {version}")
+    if view is not None:
+        vs_production = [f"(none: {view.no_per_query})"] if view.per_query is None else intervals(
+            evaluated, view.system, gate.candidate_system, gate.metric, train_dataset, cfg.significance_resamples,
+            evaluated_a=view.per_query, a_label=f"production {view.version}")
     logs, notes = find_train_logs(ctx.artifacts, cfg.training_stages)
-    if production is None:
-        notes.append(f"production column: {prod_note}")
+    if view is None:
+        notes.append(f"production column: {absent}")
     with stage_output(ctx, "report", sections=["report", "gate"], inputs={"metrics": metrics_path}) as (out, manifest):
         labels = cmp.labels()
         values = {ds: {labels[r]: v for r, v in row.items()} for ds, row in cmp.rows.items()}
@@ -194,7 +200,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
         images = {Path(name).stem: out / name for name in figures.values()}
         seconds = stage_seconds(ctx, STAGES[: STAGES.index("report")])  # the stages before the report
         extra = {"stage_seconds": seconds, "intervals": vs_baseline, "production_intervals": vs_production,
-                 "production_note": prod_note if production is not None else None}
+                 "production_note": None if view is None else view.note}
         draft = render(cmp, metrics, profile=ctx.profile, decision=decision, decision_absent=decision_absent,
                        figures=figures, notes=notes, wandb={"mode": "pending", "status": "logging"}, **extra)
         outcome = log_run(wandb_content(ctx, cmp, metrics, decision, images, draft), project=cfg.wandb_project,
