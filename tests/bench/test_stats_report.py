@@ -22,16 +22,17 @@ def test_latency_summary_percentiles_and_qps():
 
 def test_targets_compare_measurements_with_bounds():
     result = {
-        "modes": {"bm25": {"p50_vs_bm25": 1.0}, "uni": {"p50_vs_bm25": 1.3}},
+        "modes": {"bm25": {"p50_vs_bm25": 1.0}, "uni": {"p50_vs_bm25": 1.3}, "hybrid_fast": {"p50_vs_bm25": 1.4}},
         "encoders": {"query_batch1": {"onnx_speedup_p50": 2.4}},
         "http": {"levels": {"1": {"p95_ms": 10.0, "qps": 90.0}, "16": {"p95_ms": 70.0, "qps": 650.0},
                             "64": {"p95_ms": 200.0, "qps": 700.0}}},
     }
     got = {" ".join(t["target"].split(" ")[:2]): (t["measured"], t["met"]) for t in targets(result, BenchTargets())}
-    assert got == {"uni p50": (1.3, False), "ONNX query": (2.4, True), "serving p95": (70.0, False),
+    assert got == {"uni p50": (1.3, False), "hybrid_fast p50": (1.4, True), "ONNX query": (2.4, True),
+                   "serving p95": (70.0, False),
                    "serving QPS": (650.0, True)}  # serving targets at 16 clients, not the busiest level
     missing = targets({"modes": {}, "encoders": {}, "http": {"skipped": "x"}}, BenchTargets())
-    assert [t["met"] for t in missing] == [None, None, None, None]
+    assert [t["met"] for t in missing] == [None, None, None, None, None]
 
 
 def test_markdown_names_skipped_sections():

@@ -24,13 +24,13 @@ def _metrics(uni: dict[str, float], bm25: dict[str, float]) -> dict:
 CANDIDATE = _metrics({"scifact": 0.70, "nfcorpus": 0.33}, {"scifact": 0.66, "nfcorpus": 0.32})
 PRODUCTION = _metrics({"scifact": 0.69, "nfcorpus": 0.34}, {"scifact": 0.66, "nfcorpus": 0.32})
 INDEX = {"mean_active_terms_doc": 120.0, "bytes_per_doc_dense": 1536, "bytes_per_doc_sparse": 900}
-BENCH = {"modes": {"uni": {"p50_ms": 8.0, "p95_ms": 20.0}, "bm25": {"p50_ms": 3.0, "p95_ms": 6.0}}}
+BENCH = {"modes": {"uni": {"p50_ms": 4.0, "p95_ms": 20.0}, "bm25": {"p50_ms": 3.0, "p95_ms": 6.0}}}
 
 
 def _cfg(**kw) -> GateConfig:
     base = dict(candidate_system="uni", min_score=0.2, min_score_per_dataset={"scifact": 0.5}, max_regression=0.02,
                 bm25_margin=0.0, min_active_terms_doc=1.0, max_active_terms_doc=1000.0, max_latency_p95_ms=100.0,
-                max_bytes_per_doc_dense=4096.0, max_bytes_per_doc_sparse=4096.0)
+                max_latency_ratio_bm25=None, max_bytes_per_doc_dense=4096.0, max_bytes_per_doc_sparse=4096.0)
     return GateConfig(**{**base, **kw})
 
 
@@ -46,7 +46,7 @@ def _by(decision, name, dataset=None):
 
 
 def test_good_candidate_passes_every_check():
-    decision = decide(_cfg(), _inputs())
+    decision = decide(_cfg(max_latency_ratio_bm25=1.5), _inputs())
     assert decision.passed, decision.reasons()
     assert {c.status for c in decision.checks} == {"pass"}
     names = {c.name for c in decision.checks}
@@ -222,3 +222,16 @@ def test_candidate_system_defaults_to_the_serve_mode_of_the_active_recipe(tiny_c
     assert resolve_gate_config(with_values("clear", None)).candidate_system == "clear"
     assert resolve_gate_config(with_values("led", None)).candidate_system == "dense"
     assert resolve_gate_config(with_values("clear", "clear/dense")).candidate_system == "clear/dense"  # explicit wins
+
+
+def test_latency_ratio_to_bm25_blocks_a_slow_mode_and_names_both_figures():
+    slow = {"modes": {"uni": {"p50_ms": 8.0, "p95_ms": 20.0}, "bm25": {"p50_ms": 3.0, "p95_ms": 6.0}}}
+    check = _by(decide(_cfg(max_latency_ratio_bm25=1.5), _inputs(bench=slow)), "latency_p50_vs_bm25")
+    assert check.status == "fail" and check.value == pytest.approx(8.0 / 3.0, abs=1e-3) and check.threshold == 1.5
+    fast = {"modes": {"uni": {"p50_ms": 3.9, "p95_ms": 9.0}, "bm25": {"p50_ms": 3.0, "p95_ms": 6.0}}}
+    assert _by(decide(_cfg(max_latency_ratio_bm25=1.5), _inputs(bench=fast)), "latency_p50_vs_bm25").status == "pass"
+    # no BM25 figure in the same run: the ratio cannot be taken, and a budget that cannot be measured blocks
+    alone = {"modes": {"uni": {"p50_ms": 3.9, "p95_ms": 9.0}}}
+    check = _by(decide(_cfg(max_latency_ratio_bm25=1.5), _inputs(bench=alone)), "latency_p50_vs_bm25")
+    assert check.status == "fail" and "bm25" in check.reason
+    assert _by(decide(_cfg(max_latency_ratio_bm25=None), _inputs(bench=slow)), "latency_p50_vs_bm25").status == "skipped"

@@ -30,18 +30,27 @@ def http_latency(bundle_dir: Path, params: Path, profile: str | None, queries: l
     """{clients: latency summary + failures} per concurrency level, against one server process."""
     texts = list(islice(cycle(queries), max(len(queries), 1)))
 
-    def body(i: int) -> dict:
-        return {"query": texts[i % len(texts)], "mode": cfg.mode, "k": cfg.k}  # mode None: the served default
+    def bodies(mode: str | None):
+        # mode None: the served default
+        return lambda i: {"query": texts[i % len(texts)], "mode": mode, "k": cfg.k}
+
+    def level(server: LocalServer, clients: int, mode: str | None) -> dict:
+        result = run_load(LOOPBACK, server.port, clients, bodies(mode), cfg.requests_per_level, cfg.max_seconds)
+        summary = latency_summary(result.latencies, result.wall_seconds)
+        # server memory right after the level, while its buffers and threads are still warm
+        return {**summary, "failed": result.failed, "errors": result.errors[:5], "server_rss_mb": rss_mb(server.proc.pid)}
 
     out: dict = {"mode": cfg.mode, "k": cfg.k, "host": LOOPBACK, "levels": {}}
     with LocalServer(["--bundle", str(bundle_dir)], params, profile) as server:
         server.start(cfg.startup_timeout_s)
-        run_load(LOOPBACK, server.port, 1, body, max(warmup, 1), cfg.max_seconds)  # warm the server's paths
+        run_load(LOOPBACK, server.port, 1, bodies(cfg.mode), max(warmup, 1), cfg.max_seconds)  # warm its paths
         for clients in cfg.concurrency:
-            result = run_load(LOOPBACK, server.port, clients, body, cfg.requests_per_level, cfg.max_seconds)
-            summary = latency_summary(result.latencies, result.wall_seconds)
-            # server memory right after the level, while its buffers and threads are still warm
-            out["levels"][str(clients)] = {**summary, "failed": result.failed, "errors": result.errors[:5],
-                                           "server_rss_mb": rss_mb(server.proc.pid)}
+            out["levels"][str(clients)] = level(server, clients, cfg.mode)
             log.info("http %d clients: %s", clients, out["levels"][str(clients)])
+        if cfg.reference_mode:  # the same server and load in the reference mode: the stack's ceiling
+            top = max(cfg.concurrency)
+            run_load(LOOPBACK, server.port, 1, bodies(cfg.reference_mode), max(warmup, 1), cfg.max_seconds)
+            out["reference"] = {"mode": cfg.reference_mode, "clients": top,
+                                **level(server, top, cfg.reference_mode)}
+            log.info("http %d clients, %s mode: %s", top, cfg.reference_mode, out["reference"])
     return out

@@ -19,7 +19,7 @@ def _settings(spec: dict):
 
     params = load_params(spec["params"], spec["profile"])
     return settings_from_params(params, spec["registry"], spec["bundle"], host=spec["host"], port=spec["port"],
-                                workers=spec["workers"])
+                                workers=spec["workers"], modes=spec.get("modes"))
 
 
 def app_from_env():
@@ -34,7 +34,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from uniret.serving.app import create_app
 
-    spec = {k: getattr(args, k) for k in ("params", "profile", "registry", "bundle", "host", "port", "workers")}
+    spec = {k: getattr(args, k) for k in ("params", "profile", "registry", "bundle", "host", "port", "workers", "modes")}
     settings = _settings(spec)
     cfg = settings.serve
     if settings.admin_token is None:
@@ -61,6 +61,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default=None, help="bind address (default: serve.host, 127.0.0.1)")
     p.add_argument("--port", type=int, default=None, help="port (default: serve.port)")
     p.add_argument("--workers", type=int, default=None, help="uvicorn worker processes (default: serve.workers)")
+    p.add_argument("--modes", choices=("served", "all"), default=None,
+                   help="modes offered: served = the default mode plus those with no transformer on the query "
+                        "(no ONNX query graph for a hybrid_fast bundle); all = every mode (default: serve.modes)")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--registry", default=None, help="registry root; serves what its production.json names "
                                                       "(default: params registry.root)")

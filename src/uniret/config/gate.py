@@ -33,6 +33,8 @@ class GateConfig:
     min_active_terms_doc: float | None = 1.0  # below: the sparse head collapsed (all-zero vectors)
     max_active_terms_doc: float | None = 1000.0  # above: the sparse index is not sparse
     max_latency_p95_ms: float | None = 500.0
+    # the served mode's p50 over BM25's p50 in the same bench run, query encoding included
+    max_latency_ratio_bm25: float | None = 1.5
     latency_mode: str | None = None  # bench mode to budget; None: the candidate's mode ("a/b" -> "b")
     max_bytes_per_doc_dense: float | None = 4096.0
     max_bytes_per_doc_sparse: float | None = 16384.0
@@ -40,6 +42,8 @@ class GateConfig:
     def validate(self) -> None:
         if self.max_regression < 0:
             raise ValueError(f"max_regression must be >= 0, got {self.max_regression}")
+        if self.max_latency_ratio_bm25 is not None and self.max_latency_ratio_bm25 <= 0:
+            raise ValueError(f"max_latency_ratio_bm25 must be positive or null, got {self.max_latency_ratio_bm25}")
         lo, hi = self.min_active_terms_doc, self.max_active_terms_doc
         if lo is not None and hi is not None and lo > hi:
             raise ValueError(f"min_active_terms_doc ({lo}) > max_active_terms_doc ({hi})")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from uniret.config.modes import BM25_SIGNALS, DEFAULT_MODES, MODES
+from uniret.config.modes import BM25_SIGNALS, DEFAULT_MODES, FAST_RUNS, MODES
 
 
 @dataclass
@@ -73,6 +73,9 @@ class FusionConfig:
     # 19 ms at 1000 vs 7 ms at 100 per query, hybrid_bm25 37 -> 19 ms p50. At 100 the dev nDCG@10 is
     # the same (0.557) but NPL's test recall@100 drops 0.702 -> 0.682, so the default keeps 1000.
     bm25_depth: int = 1000
+    # hybrid_fast: the runs it fuses (no transformer on the query path) and the docs taken from each
+    fast_runs: list[str] = field(default_factory=lambda: ["bm25", "lexical_static", "dense_static"])
+    fast_depth: int = 1000
 
     def depth_of(self, run: str) -> int:
         """How many docs a fusion takes from `run`."""
@@ -86,8 +89,11 @@ class FusionConfig:
         bad = [r for r in self.runs if r not in ("bm25", "dense", "lexical", "uni")]
         if bad:
             raise ValueError(f"runs: cannot fuse {bad}; choose from bm25, dense, lexical, uni")
-        if self.rrf_k < 0 or self.depth <= 0 or self.bm25_depth <= 0:
-            raise ValueError("rrf_k must be >= 0, depth and bm25_depth positive")
+        bad = [r for r in self.fast_runs if r not in FAST_RUNS]
+        if bad or len(self.fast_runs) < 2:
+            raise ValueError(f"fast_runs: cannot fuse {self.fast_runs}; name two or more of {', '.join(FAST_RUNS)}")
+        if self.rrf_k < 0 or self.depth <= 0 or self.bm25_depth <= 0 or self.fast_depth <= 0:
+            raise ValueError("rrf_k must be >= 0, depth, bm25_depth and fast_depth positive")
 
 
 @dataclass
@@ -199,6 +205,38 @@ class FusionTuningConfig:
 
 
 @dataclass
+class StaticQueryConfig:
+    """The query side with no transformer, built by the index stage (uniret.training.static_tower):
+    a token weight table (IDF of the indexed corpus) and a static dense tower (token vectors from
+    the trained query encoder, distilled toward its output on pseudo-queries)."""
+
+    enabled: bool = True
+    # distillation texts, never a dev or test query: the train split's queries outside the dev carve,
+    # the train corpus's titles, and sentences of the train corpus and of every other eval corpus
+    # (documents only: a served corpus is known when its index is built)
+    train_queries: bool = True
+    titles: bool = True
+    sentences: int = 8000  # sentences drawn from the train corpus
+    other_corpus_sentences: int = 1500  # sentences drawn from each other eval corpus (0: none)
+    min_words: int = 4  # a sentence shorter than this is no pseudo-query
+    max_words: int = 40
+    epochs: int = 4
+    batch_size: int = 256
+    lr: float = 0.003
+    init_batch: int = 1024  # vocabulary tokens per forward pass of the token-vector initialisation
+    seed: int = 7
+
+    def validate(self) -> None:
+        for name in ("epochs", "batch_size", "init_batch", "min_words", "max_words"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.sentences < 0 or self.other_corpus_sentences < 0 or self.lr <= 0:
+            raise ValueError("sentences and other_corpus_sentences must be >= 0, lr positive")
+        if self.min_words > self.max_words:
+            raise ValueError(f"min_words ({self.min_words}) exceeds max_words ({self.max_words})")
+
+
+@dataclass
 class IndexConfig:
     """The `index` section: which checkpoint to index and which encoder encodes the corpus (batch: `encoding`)."""
 
@@ -206,3 +244,4 @@ class IndexConfig:
     corpus_encoder: Literal["onnx", "torch"] = "onnx"  # onnx: the same graph serving runs
     export: ExportConfig = field(default_factory=ExportConfig)
     fusion: FusionTuningConfig = field(default_factory=FusionTuningConfig)
+    static_query: StaticQueryConfig = field(default_factory=StaticQueryConfig)

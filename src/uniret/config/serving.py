@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Literal
 
 THREADS_PER_CORE = 4  # search threads per usable core when serve.threads is null
 
@@ -21,6 +22,10 @@ class ServeConfig:
     # None: the mode the bundle's recipe serves (its manifest's serve_mode: uni, clear, dense),
     # else uni; a mode the bundle does not offer falls back to the first offered (logged)
     default_mode: str | None = None
+    # served: the default mode plus every mode that runs no transformer on the query (bm25, the static
+    # modes, hybrid_fast), so a bundle served in hybrid_fast never loads the ONNX query graph;
+    # all: every mode the bundle offers (the transformer modes load the query graph)
+    modes: Literal["served", "all"] = "served"
     workers: int = 1  # uvicorn processes; each loads the bundle and watches the pointer
     threads: int | None = None  # search threads per process (more requests wait in a queue); None: 4 per usable core
     onnx_threads: int | None = None  # intra-op threads of the ONNX query encoder; None: onnxruntime's choice
@@ -83,6 +88,8 @@ class HttpBenchConfig:
     mode: str | None = None  # None: the mode the bundle serves (the bench stage: the gate's candidate mode)
     k: int = 10
     startup_timeout_s: float  # the server loads the bundle (JVM, ONNX) before /readyz is 200
+    # the same server in this mode at the top concurrency level: the HTTP stack's ceiling (None: off)
+    reference_mode: str | None = "bm25"
 
     def validate(self) -> None:
         if not self.concurrency or any(c <= 0 for c in self.concurrency):
@@ -120,6 +127,7 @@ class BenchTargets:
     """The speed targets bench.md reports each measurement against (reported, never asserted)."""
 
     uni_vs_bm25_p50: float = 1.1  # uni-retrieval p50 / BM25 p50, query encoding included
+    fast_vs_bm25_p50: float = 1.5  # hybrid_fast p50 / BM25 p50 (no transformer on the query path)
     onnx_speedup_p50: float = 2.0  # ONNX Runtime over torch eager, batch-1 query encoding
     http_p95_ms: float = 50.0
     http_qps: float = 600.0
@@ -162,7 +170,8 @@ class BenchConfig:
     split: str = "test"
     max_queries: int | None = None  # None: every query of the split
     warmup_queries: int = 5  # run and discarded before each timed series (JIT, caches, lazy opens)
-    modes: list[str] = field(default_factory=lambda: ["bm25", "dense", "lexical", "uni", "hybrid", "hybrid_bm25", "rrf"])
+    modes: list[str] = field(default_factory=lambda: ["bm25", "dense", "lexical", "uni", "hybrid", "hybrid_bm25", "rrf",
+                                                      "dense_static", "lexical_static", "hybrid_fast"])
     k: int = 10  # depth of the timed searches
     eval_k: int = 10  # nDCG cut-off reported next to speed
     encode_queries: int = 200  # batch-1 query encodings timed per encoder (torch, ONNX)

@@ -109,7 +109,8 @@ class BundleSource:
                 )
                 bm25_dir = ctx.stage_dir("bm25") / BM25_INDEXES / name
                 index = memory_corpus_index(docids, encoded, cfg, bm25_dir if bm25_dir.is_dir() else None,
-                                            bundle.index.bm25_weight, bundle.index.fusion_weights)
+                                            bundle.index.bm25_weight, bundle.index.fusion_weights,
+                                            bundle.index.static_query)
             searchers = build_searchers(index, cfg, bundle.encoder, bundle.bm25, bundle.has_gate, modes)
             batch = encode_queries(dataset.split_queries(data.eval_split), bundle.encoder)
             for mode, searcher in searchers.items():

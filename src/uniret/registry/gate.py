@@ -247,6 +247,20 @@ def bench_p95_ms(bench: dict[str, Any], mode: str) -> float | None:
     return None
 
 
+def bench_p50_ratio(bench: dict[str, Any], mode: str, reference: str = "bm25") -> float | None:
+    """p50 latency of `mode` over the p50 of `reference` in the same bench run (None: either missing).
+    A ratio of two figures taken side by side holds on a slow or noisy machine; an absolute time does not."""
+    modes = bench.get("modes")
+    if not isinstance(modes, dict):
+        return None
+    ours, ref = modes.get(mode), modes.get(reference)
+    if not (isinstance(ours, dict) and isinstance(ref, dict)):
+        return None
+    if ours.get("p50_ms") is None or not ref.get("p50_ms"):
+        return None
+    return float(ours["p50_ms"]) / float(ref["p50_ms"])
+
+
 def bench_gap(bench: dict[str, Any] | None, section: str, absent: str | None, what: str) -> str:
     """Why the bench figures cannot answer a budget: absent output, failed/skipped section, or a gap."""
     if bench is None:
@@ -277,6 +291,13 @@ def budget_checks(cfg: GateConfig, inputs: GateInputs) -> list[Check]:
     gap = None if p95 is not None else _latency_gap(inputs.bench, mode, bench_absent)
     checks = [_bounded("latency_p95_ms", p95, cfg.max_latency_p95_ms, True, f"p95 latency (ms) of mode {mode!r}",
                        "bench", gap, required=True)]
+    ratio = None if inputs.bench is None else bench_p50_ratio(inputs.bench, mode)
+    ratio_gap = None if ratio is not None else (
+        gap or _latency_gap(inputs.bench, "bm25", bench_absent) if inputs.bench is None or p95 is None
+        else "bench figures lack the p50 of mode 'bm25' (the reference of the ratio)")
+    checks.append(_bounded("latency_p50_vs_bm25", None if ratio is None else round(ratio, 3), cfg.max_latency_ratio_bm25,
+                           True, f"p50 latency of mode {mode!r} / p50 of bm25 (same bench run)", "bench", ratio_gap,
+                           required=True))
     for kind, bound in (("dense", cfg.max_bytes_per_doc_dense), ("sparse", cfg.max_bytes_per_doc_sparse)):
         key = f"bytes_per_doc_{kind}"
         value, source = None, "index bundle"

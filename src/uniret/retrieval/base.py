@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -24,6 +24,8 @@ class QueryBatch:
     ids: list[str]
     texts: list[str]
     encoded: EncodedTexts | None = None
+    # encodings by other query encoders of the same batch (the static routes'), keyed by their owner
+    extra: dict = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, queries: dict[str, str]) -> QueryBatch:

@@ -11,6 +11,8 @@ Layout (written by uniret.stages.index, published as-is by promote, read by eval
     impacts.npz       the same impacts as a CSR matrix (exhaustive scoring; the in-memory lexical
                       backend, retrieval.lexical_backend)
     bm25/             Lucene BM25 index of the same corpus (reference mode)
+    static/           the query side with no transformer: token weight table + static dense tower
+                      (retrieval/static_query.py; the dense_static, lexical_static, hybrid_fast modes)
     docids.json       row -> doc id, shared by dense.faiss, impacts.npz
 """
 
@@ -34,6 +36,7 @@ from uniret.retrieval.lexical import LuceneImpactIndex, MemoryImpactIndex
 from uniret.retrieval.modes import CorpusIndex, build_searchers
 from uniret.retrieval.onnx_encoder import OnnxEncoder
 from uniret.retrieval.sparse import vocab_tokens
+from uniret.retrieval.static_query import STATIC_DIR, load_static_query
 
 log = logging.getLogger("uniret.retrieval")
 
@@ -61,6 +64,10 @@ class Bundle:
 
     @property
     def has_gate(self) -> bool:
+        """Whether the query graph outputs a query gate (read from the manifest: no session loaded)."""
+        recorded = ((self.manifest.get("onnx") or {}).get("outputs") or {}).get(self.encoder.query_file.replace(".int8", ""))
+        if recorded is not None:
+            return "gate" in recorded
         return "gate" in self.encoder.outputs(is_query=True)
 
 
@@ -116,8 +123,10 @@ def open_bundle(bundle_dir: str | Path, cfg: RetrievalConfig | None = None, thre
     cfg = cfg or built_with
     bm25_cfg = build(Bm25Config, manifest["params"]["bm25"], f"{path / MANIFEST}: params.bm25")
     tokenizer = AutoTokenizer.from_pretrained(str(path / TOKENIZER_DIR), local_files_only=True)
+    # lazy: the query graph loads on the first transformer-mode query, never for the static modes
     encoder = OnnxEncoder(
-        path / ONNX_DIR, tokenizer, cfg.query_batch_size, manifest["query_max_length"], manifest["doc_max_length"], threads
+        path / ONNX_DIR, tokenizer, cfg.query_batch_size, manifest["query_max_length"], manifest["doc_max_length"], threads,
+        lazy=True,
     )
     docids = json.loads((path / DOCIDS_FILE).read_text(encoding="utf-8"))
     quant = built_with.lexical.quant  # the impacts were quantized with the build-time quant
@@ -140,6 +149,9 @@ def open_bundle(bundle_dir: str | Path, cfg: RetrievalConfig | None = None, thre
         index.provenance["lexical"] = f"bundle impacts in memory ({IMPACTS_FILE}, inverted index)"
     index.bm25_weight = (manifest.get("model") or {}).get("bm25_weight")
     index.fusion_weights = fusion_weights_of(manifest)
+    index.static_query = load_static_query(path / STATIC_DIR, tokenizer, manifest["query_max_length"])
+    if index.static_query is not None:
+        index.provenance["static"] = f"bundle static query tables ({STATIC_DIR}/)"
     if (path / BM25_DIR).is_dir():
         index.bm25_dir = path / BM25_DIR
         index.provenance["bm25"] = f"bundle Lucene BM25 index ({BM25_DIR}/)"

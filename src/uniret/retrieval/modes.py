@@ -25,6 +25,7 @@ from uniret.retrieval.exhaustive import ExhaustiveSearcher
 from uniret.retrieval.faiss_loader import faiss
 from uniret.retrieval.fusion import FusionSearcher
 from uniret.retrieval.lexical import ImpactIndex, LexicalSearcher, MemoryImpactIndex
+from uniret.retrieval.static_query import StaticQueryEncoder, StaticRouteSearcher
 from uniret.retrieval.uni import UniSearcher
 
 log = logging.getLogger("uniret.retrieval")
@@ -43,16 +44,19 @@ class CorpusIndex:
     bm25_weight: float | None = None  # CLEAR lambda_test of the indexed model (None: not a BM25-residual model)
     # {fusion mode: weights of its runs} learned on the dev split (index stage); absent: params' alpha
     fusion_weights: dict[str, list[float]] = field(default_factory=dict)
+    # the bundle's query-side tables for the static modes (None: the bundle has none)
+    static_query: StaticQueryEncoder | None = None
     provenance: dict[str, str] = field(default_factory=dict)
 
 
 def memory_corpus_index(
     docids: list[str], encoded: EncodedTexts, cfg: RetrievalConfig, bm25_dir: Path | None = None,
     bm25_weight: float | None = None, fusion_weights: dict[str, list[float]] | None = None,
+    static_query: StaticQueryEncoder | None = None,
 ) -> CorpusIndex:
     """Index structures built in memory from document encodings (faiss per params, exact impacts)."""
     index = CorpusIndex(docids=list(docids), bm25_dir=bm25_dir, bm25_weight=bm25_weight,
-                        fusion_weights=dict(fusion_weights or {}))
+                        fusion_weights=dict(fusion_weights or {}), static_query=static_query)
     if encoded.dense is not None:
         index.doc_vectors = np.ascontiguousarray(encoded.dense, dtype=np.float32)
         index.dense = to_search_device(build_faiss_index(index.doc_vectors, cfg.dense), cfg.dense)
@@ -67,13 +71,16 @@ def memory_corpus_index(
 
 
 def fused_runs(mode: str, cfg: RetrievalConfig) -> list[str]:
-    """The modes whose runs a fusion mode fuses: fusion.runs, plus the BM25 signal for hybrid_bm25."""
+    """The modes whose runs a fusion mode fuses: fusion.runs, plus the BM25 signal for hybrid_bm25;
+    fusion.fast_runs for hybrid_fast."""
+    if mode == "hybrid_fast":
+        return list(cfg.fusion.fast_runs)
     return [*cfg.fusion.runs, cfg.fusion.bm25_signal] if mode == "hybrid_bm25" else list(cfg.fusion.runs)
 
 
 def _needs(mode: str, cfg: RetrievalConfig) -> set[str]:
     """Structures a mode reads."""
-    if mode in ("hybrid", "hybrid_bm25", "rrf"):
+    if mode in ("hybrid", "hybrid_bm25", "hybrid_fast", "rrf"):
         return set().union(*(_needs(m, cfg) for m in fused_runs(mode, cfg)))
     return {
         "bm25": {"bm25"},
@@ -84,6 +91,8 @@ def _needs(mode: str, cfg: RetrievalConfig) -> set[str]:
         "uni_gated": {"lexical", "vectors", "gate"},
         "exhaustive": {"impacts", "vectors"},
         "clear": {"bm25", "dense", "bm25_weight"},
+        "dense_static": {"dense", "static"},
+        "lexical_static": {"lexical", "static"},
     }[mode]
 
 
@@ -106,6 +115,7 @@ def build_searchers(
         "bm25": index.bm25_dir is not None and bm25_cfg is not None,
         "gate": has_gate,
         "bm25_weight": index.bm25_weight is not None,
+        "static": index.static_query is not None,
     }
     built: dict[str, Searcher] = {}
 
@@ -122,12 +132,18 @@ def build_searchers(
             searcher = UniSearcher(index.lexical, index.doc_vectors, cfg.uni.k, gated=mode == "uni_gated", encoder=encoder)
         elif mode == "exhaustive":
             searcher = ExhaustiveSearcher(index.impacts, index.doc_vectors, encoder=encoder)
+        elif mode == "dense_static":
+            searcher = StaticRouteSearcher(DenseSearcher(index.dense, index.docids), index.static_query, mode)
+        elif mode == "lexical_static":
+            searcher = StaticRouteSearcher(LexicalSearcher(index.lexical), index.static_query, mode)
         elif mode == "clear":
             searcher = ClearSearcher(make("bm25"), make("dense"), index.bm25_weight, cfg.fusion.depth)
-        else:  # hybrid, hybrid_bm25, rrf
+        else:  # hybrid, hybrid_bm25, hybrid_fast, rrf
             names = fused_runs(mode, cfg)
             method = "rrf" if mode == "rrf" else "hybrid"
-            searcher = FusionSearcher([make(m) for m in names], method, [cfg.fusion.depth_of(m) for m in names],
+            depths = ([cfg.fusion.fast_depth] * len(names) if mode == "hybrid_fast"
+                      else [cfg.fusion.depth_of(m) for m in names])
+            searcher = FusionSearcher([make(m) for m in names], method, depths,
                                       cfg.fusion.alpha, cfg.fusion.rrf_k, weights=index.fusion_weights.get(mode))
             searcher.mode = mode
         built[mode] = searcher

@@ -48,7 +48,10 @@ class OnnxEncoder:
     """The exported query/document graphs plus the tokenizer: same encode API as the torch model."""
 
     def __init__(self, onnx_dir: str | Path, tokenizer, batch_size: int, query_max_length: int, doc_max_length: int,
-                 threads: int | None = None, query_file: str | None = None, doc_file: str | None = None):
+                 threads: int | None = None, query_file: str | None = None, doc_file: str | None = None,
+                 lazy: bool = False):
+        """`lazy`: create the query session on first use too (a bundle whose served mode runs no
+        transformer on the query never loads the query graph)."""
         onnx_dir = Path(onnx_dir)
         for name in (QUERY_FILE, DOC_FILE):
             if not (onnx_dir / name).is_file():
@@ -64,7 +67,12 @@ class OnnxEncoder:
         self.threads = threads
         self._sessions: dict[bool, ort.InferenceSession] = {}
         self._lock = threading.Lock()
-        self.session(True)  # the query graph is always needed; the document graph on first use
+        if not lazy:
+            self.session(True)  # the query graph is needed at once; the document graph on first use
+
+    def loaded(self, is_query: bool) -> bool:
+        """Whether the query (or document) session exists yet."""
+        return is_query in self._sessions
 
     def session(self, is_query: bool) -> ort.InferenceSession:
         """The query or document session, created on first use (serving never loads the doc graph)."""

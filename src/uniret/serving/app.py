@@ -92,7 +92,7 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
 
         faiss.omp_set_num_threads(cfg.faiss_threads)  # process-wide: this process only serves
     default_loader = bundle_loader(cfg.onnx_threads, settings.retrieval, cfg.batch_max, cfg.batch_wait_ms,
-                                   cfg.request_timeout_s, cfg.batch_workers)
+                                   cfg.request_timeout_s, cfg.batch_workers, cfg.modes, cfg.default_mode)
     state = ServingState(source.verified_loader(loader or default_loader), cfg.probe_query, cfg.default_mode)
     search_pool = ThreadPoolExecutor(cfg.search_threads(), thread_name_prefix="uniret-search")
     admin_pool = ThreadPoolExecutor(1, thread_name_prefix="uniret-admin")

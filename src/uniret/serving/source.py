@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from uniret.config.modes import QUERY_FREE_MODES
 from uniret.retrieval.base import Searcher
 from uniret.utils.text import excerpt
 
@@ -142,11 +143,22 @@ class BundleSource:
         return f"registry {self.registry_root}" if self.registry_root is not None else f"bundle {self.bundle}"
 
 
+def offered_modes(modes: list[str], policy: str, default_mode: str | None, serve_mode: str | None) -> list[str]:
+    """The bundle's modes a server offers under `serve.modes` (served: the default mode plus every
+    mode with no transformer on the query; all: every one)."""
+    if policy == "all":
+        return list(modes)
+    served = default_mode or serve_mode
+    return [m for m in modes if m in QUERY_FREE_MODES or m == served]
+
+
 def bundle_loader(onnx_threads: int | None, backend_cfg=None, batch_max: int = 1, batch_wait_ms: float = 0.0,
-                  timeout_s: float | None = None, batch_workers: int = 1):
+                  timeout_s: float | None = None, batch_workers: int = 1, modes: str = "all",
+                  default_mode: str | None = None):
     """A loader for ServingState: {mode: Searcher} of a bundle folder (its own retrieval params;
     the lexical backend from `backend_cfg`, the serving process's retrieval params, when given).
-    With `batch_max` > 1 the query encoder is micro-batched across concurrent requests."""
+    With `batch_max` > 1 the query encoder is micro-batched across concurrent requests; `modes`
+    and `default_mode` pick the modes offered (`offered_modes`)."""
 
     def load(path: Path) -> dict[str, Searcher]:
         from uniret.retrieval.bundle import open_bundle
@@ -157,6 +169,8 @@ def bundle_loader(onnx_threads: int | None, backend_cfg=None, batch_max: int = 1
         encoder = bundle.encoder
         if encoder is not None and batch_max > 1:
             encoder = BatchingQueryEncoder(encoder, batch_max, batch_wait_ms / 1000.0, timeout_s, batch_workers)
-        return build_searchers(bundle.index, bundle.retrieval, encoder, bundle.bm25, bundle.has_gate)
+        wanted = offered_modes(bundle.retrieval.modes, modes, default_mode,
+                               (bundle.manifest.get("model") or {}).get("serve_mode"))
+        return build_searchers(bundle.index, bundle.retrieval, encoder, bundle.bm25, bundle.has_gate, wanted)
 
     return load

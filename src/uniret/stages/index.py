@@ -122,7 +122,7 @@ def _corpus_encoding(ctx: StageContext, key: str | None, dataset: BeirDataset, d
 
 
 def _tuning_runs(queries: dict[str, str], docids: list[str], encoded, encoder, rcfg: RetrievalConfig,
-                 heads: list[str], bm25_run, bm25_index: Path, bm25_cfg) -> dict[str, Any]:
+                 heads: list[str], bm25_run, bm25_index: Path, bm25_cfg, static=None) -> dict[str, Any]:
     """{mode: dev run} of the fused heads (exact in-memory search over `encoded`), BM25 (the bm25
     stage's run) and, when a fusion takes it, BM25 with RM3 (searched here in `bm25_index`)."""
     from uniret.core.runs import ranked
@@ -130,7 +130,7 @@ def _tuning_runs(queries: dict[str, str], docids: list[str], encoded, encoder, r
     from uniret.retrieval.bm25 import Bm25ModeSearcher
     from uniret.retrieval.modes import build_searchers, memory_corpus_index
 
-    searchers = build_searchers(memory_corpus_index(docids, encoded, rcfg), rcfg, encoder,
+    searchers = build_searchers(memory_corpus_index(docids, encoded, rcfg, static_query=static), rcfg, encoder,
                                 modes=[h for h in heads if h not in BM25_SIGNALS])
     batch = encode_queries(queries, encoder)
     runs = {m: s.search_batch(batch, rcfg.fusion.depth_of(m)) for m, s in searchers.items()}
@@ -145,7 +145,7 @@ def _tuning_runs(queries: dict[str, str], docids: list[str], encoded, encoder, r
 
 
 def _learn_fusion(ctx: StageContext, cfg: IndexConfig, rcfg: RetrievalConfig, dataset: BeirDataset,
-                  docids: list[str], encoded, encoder, cache_key: str | None) -> dict[str, Any] | None:
+                  docids: list[str], encoded, encoder, cache_key: str | None, static=None) -> dict[str, Any] | None:
     """Weights of each fusion mode learned on the dev splits (never a test split).
 
     Tuning sets: the dev carve of the train dataset (bm25 stage: dev_qrels.tsv; its BM25 run is in
@@ -163,7 +163,9 @@ def _learn_fusion(ctx: StageContext, cfg: IndexConfig, rcfg: RetrievalConfig, da
 
     data = ctx.params.section("data")
     # a fusion needs every head it fuses: a dense-only model (led, clear, aggretriever) has no lexicon
-    have = {"dense": encoded.dense is not None, "lexical": encoded.sparse is not None, **dict.fromkeys(BM25_SIGNALS, True)}
+    have = {"dense": encoded.dense is not None, "lexical": encoded.sparse is not None, **dict.fromkeys(BM25_SIGNALS, True),
+            "dense_static": static is not None and encoded.dense is not None,
+            "lexical_static": static is not None and encoded.sparse is not None}
     modes = [m for m in FUSION_MODES if m in rcfg.modes and all(have.get(r, False) for r in fused_runs(m, rcfg))]
     dev_path = ctx.require("bm25") / DEV_QRELS
     if not cfg.fusion.enabled or not modes or not dev_path.is_file():
@@ -178,7 +180,7 @@ def _learn_fusion(ctx: StageContext, cfg: IndexConfig, rcfg: RetrievalConfig, da
     if queries:
         train_run = read_run(ctx.require("bm25") / TRAIN_RUN)
         sets.append((dataset.name, qrels, _tuning_runs(queries, docids, encoded, encoder, rcfg, heads, train_run,
-                                                        bm25_indexes / dataset.name, bm25_cfg)))
+                                                        bm25_indexes / dataset.name, bm25_cfg, static)))
     cache_root = ctx.artifacts / ctx.params.section("encoding").cache_dir
     for name in (n for n in data.dev.datasets if n in data.eval_datasets):  # the bm25 stage ran only these
         other = ctx.dataset(name)
@@ -190,7 +192,7 @@ def _learn_fusion(ctx: StageContext, cfg: IndexConfig, rcfg: RetrievalConfig, da
         bm25_run = read_run(ctx.require("bm25") / DEV_RUNS / f"{name}.trec")
         sets.append((f"{name}/{data.dev.split}", other.qrels(data.dev.split),
                      _tuning_runs(other.split_queries(data.dev.split), other_ids, other_enc, encoder, rcfg, heads,
-                                  bm25_run, bm25_indexes / name, bm25_cfg)))
+                                  bm25_run, bm25_indexes / name, bm25_cfg, static)))
     if not sets:
         return None
     out: dict[str, Any] = {"sets": {n: len(q) for n, q, _ in sets}, "metric": cfg.fusion.metric,
@@ -205,6 +207,31 @@ def _learn_fusion(ctx: StageContext, cfg: IndexConfig, rcfg: RetrievalConfig, da
                  dict(zip(names, choice.weights, strict=True)), out["sets"], cfg.fusion.metric, choice.score,
                  out["modes"][mode]["dev_single"])
     return out
+
+
+def _static_query(ctx: StageContext, cfg: IndexConfig, model, tokenizer, dataset: BeirDataset, docs: list,
+                  bundle: Path, qlen: int, dlen: int):
+    """Build and write the bundle's static/ query tables (None when disabled); returns the encoder."""
+    from uniret.data.beir import read_qrels
+    from uniret.data.pseudo_queries import PseudoQuerySpec, pseudo_queries
+    from uniret.retrieval.static_query import STATIC_DIR, StaticQueryEncoder, save_static_query
+    from uniret.stages.bm25 import DEV_QRELS
+    from uniret.training.static_tower import build_static_tables
+
+    scfg = cfg.static_query
+    if not scfg.enabled:
+        return None, None
+    data = ctx.params.section("data")
+    dev_path = ctx.require("bm25") / DEV_QRELS
+    dev_qids = set(read_qrels(dev_path)) if dev_path.is_file() else set()
+    others = [ctx.dataset(n) for n in data.eval_datasets if n != dataset.name]
+    spec = PseudoQuerySpec(scfg.train_queries, scfg.titles, scfg.sentences, scfg.other_corpus_sentences,
+                           scfg.min_words, scfg.max_words, scfg.seed)
+    texts, counts = pseudo_queries(dataset, others, data.train_split, dev_qids, spec)
+    tables = build_static_tables(model, tokenizer, [d.contents for d in docs], texts, qlen, dlen, scfg, counts)
+    save_static_query(bundle / STATIC_DIR, tables.tower, tables.token_weights, tables.meta)
+    return StaticQueryEncoder(tokenizer, tables.tower.astype("float16").astype("float32"), tables.token_weights,
+                              qlen, tables.meta), tables.meta
 
 
 def run(ctx: StageContext) -> dict[str, Any]:
@@ -266,7 +293,9 @@ def run(ctx: StageContext) -> dict[str, Any]:
         metrics: dict[str, Any] = write_index_structures(
             bundle, [d.id for d in docs], encoded, vocab_tokens(tokenizer), rcfg
         )
-        fusion = _learn_fusion(ctx, cfg, rcfg, dataset, [d.id for d in docs], encoded, onnx_enc, cache_key)
+        static, static_meta = (_static_query(ctx, cfg, model, tokenizer, dataset, docs, bundle, qlen, dlen)
+                               if encoded.dense is not None else (None, None))
+        fusion = _learn_fusion(ctx, cfg, rcfg, dataset, [d.id for d in docs], encoded, onnx_enc, cache_key, static)
         shutil.copytree(bm25_index, bundle / BM25_DIR)
         metrics.update(
             corpus_encoder=cfg.corpus_encoder,
@@ -299,9 +328,10 @@ def run(ctx: StageContext) -> dict[str, Any]:
                 "metrics": metrics,
                 "parity": parity,
                 "fusion": fusion,
+                "static_query": static_meta,
             },
         )
         manifest["metrics"] = {**metrics, "parity": parity, "query_int8_used": int8["used"],
-                               "doc_int8_used": int8_docs["used"], "fusion": fusion}
+                               "doc_int8_used": int8_docs["used"], "fusion": fusion, "static_query": static_meta}
     log.info("index: bundle of %d docs -> %s", metrics["num_docs"], ctx.stage_dir(STAGE) / BUNDLE)
     return manifest["metrics"]

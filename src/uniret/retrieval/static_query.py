@@ -1,0 +1,155 @@
+"""The query side with no transformer: a token weight table and a static dense tower.
+
+A query becomes its tokenizer ids, then
+- sparse: each distinct token weighted by `token_weights[id]` (an inference-free learned-sparse
+  query, as OpenSearch's doc-only neural sparse models serve it: IDF-initialised), scored against
+  the bundle's document impacts by the same impact index the transformer query uses;
+- dense: the L2-normalised sum of the tower's token vectors (an embedding bag whose rows were
+  initialised by passing each token through the query encoder and then distilled toward its
+  output, model2vec/NIFE style), searched in the bundle's faiss index of transformer documents.
+
+Documents stay on the transformer side (encoded offline). A bundle stores the two tables under
+`static/` (written by uniret.training.static_tower through `save_static_query`).
+`StaticRouteSearcher` runs any searcher (dense, lexical) on these query encodings, so the fusion
+of BM25 + both static routes (`hybrid_fast`) never touches ONNX Runtime.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from uniret.core.runs import Run
+from uniret.retrieval.base import QueryBatch, Searcher
+from uniret.retrieval.encoding import EncodedTexts
+
+STATIC_DIR = "static"
+TOWER_FILE = "tower.npy"  # float16 [vocab, dim]: half the bytes, cosine to float32 > 0.9999
+WEIGHTS_FILE = "token_weights.npy"  # float32 [vocab]
+META_FILE = "static.json"
+
+
+@dataclass
+class StaticQueryEncoder:
+    """Queries -> (dense, sparse) by table look-ups; the `TextEncoder` of the static routes."""
+
+    tokenizer: object
+    tower: np.ndarray  # [vocab, dim] float32 token vectors (None rows: zero)
+    token_weights: np.ndarray  # [vocab] float32 query weight of each token (0: never a query term)
+    max_length: int
+    meta: dict | None = None
+
+    def __post_init__(self) -> None:
+        if self.tower.shape[0] != self.token_weights.shape[0]:
+            raise ValueError(f"static query tables disagree: tower has {self.tower.shape[0]} rows, "
+                             f"token weights {self.token_weights.shape[0]}")
+        self.tower = np.ascontiguousarray(self.tower, dtype=np.float32)
+        self.token_weights = np.asarray(self.token_weights, dtype=np.float32)
+        self.special = np.zeros(len(self.token_weights), dtype=bool)
+        for tid in getattr(self.tokenizer, "all_special_ids", []):
+            if 0 <= tid < len(self.special):
+                self.special[tid] = True
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.token_weights)
+
+    def token_ids(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Each text's token ids, no special tokens, cut at the query length the model was trained with."""
+        enc = self.tokenizer(list(texts), add_special_tokens=False, truncation=True, max_length=self.max_length)
+        out = []
+        for ids in enc["input_ids"]:
+            arr = np.asarray(ids, dtype=np.int64)
+            out.append(arr[~self.special[arr]] if len(arr) else arr)
+        return out
+
+    def encode(self, texts: Sequence[str], is_query: bool = True) -> EncodedTexts:
+        """Encode queries (documents are the transformer's job: is_query=False is refused)."""
+        if not is_query:
+            raise ValueError("the static query encoder encodes queries only; documents go through the "
+                             "bundle's document encoder")
+        ids = self.token_ids(texts)
+        dense = np.zeros((len(ids), self.tower.shape[1]), dtype=np.float32)
+        rows, cols, vals = [], [], []
+        for i, tok in enumerate(ids):
+            if not len(tok):
+                continue
+            vec = self.tower[tok].sum(axis=0)
+            norm = float(np.linalg.norm(vec))
+            dense[i] = vec / norm if norm > 0 else vec
+            uniq = np.unique(tok)
+            weights = self.token_weights[uniq]
+            keep = weights > 0
+            rows.append(np.full(int(keep.sum()), i, dtype=np.int64))
+            cols.append(uniq[keep])
+            vals.append(weights[keep])
+        if rows:
+            sparse = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                                   shape=(len(ids), self.vocab_size), dtype=np.float32)
+        else:
+            sparse = sp.csr_matrix((len(ids), self.vocab_size), dtype=np.float32)
+        return EncodedTexts(dense=dense, sparse=sparse)
+
+
+def save_static_query(folder: Path, tower: np.ndarray, token_weights: np.ndarray, meta: dict) -> None:
+    """Write the static query tables into `folder` (a bundle's static/ being built in a temp dir)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    np.save(folder / TOWER_FILE, np.asarray(tower, dtype=np.float16))
+    np.save(folder / WEIGHTS_FILE, np.asarray(token_weights, dtype=np.float32))
+    (folder / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def load_static_query(folder: Path, tokenizer, max_length: int) -> StaticQueryEncoder | None:
+    """The bundle's static query encoder, or None when the bundle has no static/ folder."""
+    if not (folder / TOWER_FILE).is_file():
+        return None
+    for name in (WEIGHTS_FILE, META_FILE):
+        if not (folder / name).is_file():
+            raise FileNotFoundError(f"{folder / name}: static query table missing (the bundle is incomplete)")
+    try:
+        tower = np.load(folder / TOWER_FILE)
+        weights = np.load(folder / WEIGHTS_FILE)
+        meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+    except (ValueError, OSError) as exc:
+        raise ValueError(f"{folder}: static query tables unreadable ({exc})") from exc
+    if tower.ndim != 2 or weights.ndim != 1:
+        raise ValueError(f"{folder}: static query tables have shapes {tower.shape} and {weights.shape}")
+    if len(tokenizer) != tower.shape[0]:
+        raise ValueError(f"{folder / TOWER_FILE}: {tower.shape[0]} rows but the tokenizer has {len(tokenizer)} tokens")
+    return StaticQueryEncoder(tokenizer, tower, weights, max_length, meta)
+
+
+class StaticRouteSearcher(Searcher):
+    """A dense or lexical searcher fed by the static query encoder instead of the transformer.
+
+    It has no `encoder` of its own as far as callers see (so a fusion of static routes and BM25 never
+    runs the ONNX query graph); the static encodings are made once per batch and shared by every
+    static route of that batch.
+    """
+
+    def __init__(self, inner: Searcher, static: StaticQueryEncoder, mode: str):
+        self.inner = inner
+        self.static = static
+        self.mode = mode
+        self.encoder = None
+        self.uses_jvm = inner.uses_jvm
+        self.has_arrays = inner.has_arrays
+        self.docids = getattr(inner, "docids", None)
+
+    def _static_batch(self, batch: QueryBatch) -> QueryBatch:
+        key = ("static", id(self.static))
+        encoded = batch.extra.get(key)
+        if encoded is None:
+            encoded = batch.extra[key] = self.static.encode(batch.texts, is_query=True)
+        return QueryBatch(ids=batch.ids, texts=batch.texts, encoded=encoded)
+
+    def search_batch(self, batch: QueryBatch, k: int) -> Run:
+        return self.inner.search_batch(self._static_batch(batch), k)
+
+    def search_arrays(self, batch: QueryBatch, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        return self.inner.search_arrays(self._static_batch(batch), k)

@@ -1,0 +1,103 @@
+"""The query side with no transformer, on a real tiny bundle (the index stage built its static/ tables)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from uniret.config.modes import QUERY_FREE_MODES
+from uniret.retrieval import onnx_encoder
+from uniret.retrieval.bundle import IMPACTS_FILE, open_bundle
+from uniret.retrieval.modes import build_searchers
+from uniret.retrieval.static_query import STATIC_DIR, TOWER_FILE, WEIGHTS_FILE, load_static_query
+from uniret.serving.source import bundle_loader
+
+QUERIES = {"q1": "protein folding in cells", "q2": "vitamin D deficiency and bone density",
+           "q3": "the the of and"}
+
+
+def _hand_scores(static, impacts: sp.csr_matrix, text: str, quant: float) -> dict[int, float]:
+    """sum over the query's distinct tokens of round(quant * weight) * impact / quant**2, by doc row."""
+    tokens = np.unique(static.token_ids([text])[0])
+    q = np.rint(static.token_weights[tokens].astype(np.float64) * quant)
+    dense_impacts = impacts[:, tokens].toarray().astype(np.float64)
+    scores = dense_impacts @ q / (quant * quant)
+    return {i: s for i, s in enumerate(scores) if s > 0}
+
+
+@pytest.mark.parametrize("backend", ["memory", "lucene"])
+def test_weight_table_query_equals_sparse_scoring_of_its_token_bag(tiny_bundle, backend):
+    import dataclasses
+
+    bundle = open_bundle(tiny_bundle)
+    cfg = dataclasses.replace(bundle.retrieval, lexical_backend=backend)
+    bundle = open_bundle(tiny_bundle, cfg)
+    static = bundle.index.static_query
+    assert static is not None, "the index stage wrote no static/ tables"
+    quant = bundle.retrieval.lexical.quant
+    impacts = sp.load_npz(tiny_bundle / IMPACTS_FILE).tocsr()  # quantized: round(quant * w)
+    searcher = build_searchers(bundle.index, cfg, bundle.encoder, bundle.bm25, modes=["lexical_static"])["lexical_static"]
+    run = searcher.search(QUERIES, 1000)
+    for qid, text in QUERIES.items():
+        expected = _hand_scores(static, impacts, text, quant)
+        got = {bundle.index.docids.index(d): s for d, s in run.get(qid, {}).items()}
+        assert set(got) == set(expected), qid
+        for row, score in got.items():
+            assert score == pytest.approx(expected[row], rel=1e-6, abs=1e-9), (qid, row)
+    # a stopword-only query carries (almost) no IDF weight: the table, not a model, decides
+    assert static.token_weights[static.token_ids(["the"])[0]].max() < 0.1
+
+
+def test_static_tower_in_the_bundle_gives_the_trained_vectors(tiny_bundle):
+    from transformers import AutoTokenizer
+
+    tower = np.load(tiny_bundle / STATIC_DIR / TOWER_FILE).astype(np.float32)
+    weights = np.load(tiny_bundle / STATIC_DIR / WEIGHTS_FILE)
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_bundle / "tokenizer"))
+    meta = json.loads((tiny_bundle / STATIC_DIR / "static.json").read_text())
+    assert tower.shape == (len(tokenizer), meta["dim"]) and weights.shape == (len(tokenizer),)
+    assert meta["texts"] > 0 and len(meta["loss_by_epoch"]) == meta["epochs"]
+    static = load_static_query(tiny_bundle / STATIC_DIR, tokenizer, 32)
+    encoded = static.encode(list(QUERIES.values()))
+    for row, text in enumerate(QUERIES.values()):
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"][:32]
+        expected = tower[ids].sum(axis=0)
+        expected /= np.linalg.norm(expected)
+        assert float(encoded.dense[row] @ expected) > 0.9999
+        assert set(encoded.sparse[row].indices) == {i for i in set(ids) if weights[i] > 0}
+    with pytest.raises(ValueError, match="queries only"):
+        static.encode(["a document"], is_query=False)
+
+
+def test_distillation_moved_the_tower_toward_the_query_encoder(tiny_bundle):
+    meta = json.loads((tiny_bundle / STATIC_DIR / "static.json").read_text())
+    losses = meta["loss_by_epoch"]
+    assert losses[-1] < losses[0], losses
+    assert meta["text_sources"]["dropped_as_held_out_query"] >= 0 and meta["finite"]
+
+
+def test_server_answers_the_fast_mode_without_an_onnx_session(tiny_bundle, tmp_path, monkeypatch):
+    bundle_dir = tmp_path / "bundle"
+    shutil.copytree(tiny_bundle, bundle_dir)
+    manifest = json.loads((bundle_dir / "manifest.json").read_text())
+    manifest["model"]["serve_mode"] = "hybrid_fast"
+    (bundle_dir / "manifest.json").write_text(json.dumps(manifest))
+    expected = open_bundle(bundle_dir)
+    reference = build_searchers(expected.index, expected.retrieval, expected.encoder, expected.bm25,
+                                modes=["hybrid_fast"])["hybrid_fast"].search(QUERIES, 10)
+
+    def no_onnx(*args, **kwargs):
+        raise AssertionError("an ONNX Runtime session was created")
+
+    monkeypatch.setattr(onnx_encoder, "_session", no_onnx)
+    searchers = bundle_loader(None, modes="served")(bundle_dir)
+    assert "hybrid_fast" in searchers and set(searchers) <= set(QUERY_FREE_MODES)
+    assert "dense" not in searchers and "lexical" not in searchers
+    assert searchers["hybrid_fast"].search(QUERIES, 10) == reference
+    # every mode would need the query graph: that one loads it (and here trips the guard)
+    with pytest.raises(AssertionError, match="ONNX Runtime session"):
+        bundle_loader(None, modes="all")(bundle_dir)["dense"].search(QUERIES, 10)
