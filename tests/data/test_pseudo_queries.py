@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from uniret.data.beir import BeirDataset
 from uniret.config.sections import DevSplitConfig
+from uniret.data.beir import BeirDataset
 from uniret.data.dev_split import dev_query_ids
 from uniret.data.pseudo_queries import PseudoQuerySpec, normalise, pseudo_queries, sentences_of
 
