@@ -23,12 +23,38 @@ VARIANTS = {
     "default": {},
     "no_other_corpora": {"other_corpus_sentences": 0},
     "no_distillation": {"epochs": 0},
-    "more_sentences": {"sentences": 16000, "other_corpus_sentences": 3000},
+    "half_texts": {"sentences": 4000, "other_corpus_sentences": 750, "titles": False},
     "epochs_8": {"epochs": 8},
     "depth_100": {"_fast_depth": 100},
+    "depth_300": {"_fast_depth": 300},
     "two_signals_no_dense": {"_fast_runs": ["bm25", "lexical_static"]},
     "two_signals_no_sparse": {"_fast_runs": ["bm25", "dense_static"]},
 }
+
+
+def _memoise_encoders() -> None:
+    """Token vectors depend on the checkpoint only and teacher vectors on the text: compute each
+    once across variants (the product computes them once per index run anyway)."""
+    import numpy as np
+
+    from uniret.training import static_tower
+
+    token_vectors, teacher_vectors = static_tower.token_vectors, static_tower.teacher_vectors
+    memo: dict = {}
+
+    def cached_tokens(model, tokenizer, batch):
+        if "tokens" not in memo:
+            memo["tokens"] = token_vectors(model, tokenizer, batch)
+        return memo["tokens"]
+
+    def cached_teacher(model, tokenizer, texts, max_length, batch=128):
+        missing = [t for t in dict.fromkeys(texts) if t not in memo]
+        if missing:
+            for text, vec in zip(missing, teacher_vectors(model, tokenizer, missing, max_length, batch), strict=True):
+                memo[text] = vec
+        return np.stack([memo[t] for t in texts]) if texts else np.zeros((0, 0), dtype=np.float32)
+
+    static_tower.token_vectors, static_tower.teacher_vectors = cached_tokens, cached_teacher
 
 
 def main() -> int:
@@ -48,6 +74,7 @@ def main() -> int:
     from uniret.runtime import make_context
     from uniret.stages import index as index_stage
 
+    _memoise_encoders()
     ctx = make_context(Path(args.params), args.profile, args.data, Path(args.artifacts))
     cfg = ctx.params.section("index")
     rcfg = ctx.params.section("retrieval")
