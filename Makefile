@@ -30,7 +30,7 @@ help:
 	@echo "make demo   - install, then run the whole DAG (dvc repro) on ../shared/data with the cpu profile"
 	@echo "make test   - install, then run the test suite"
 	@echo "make lint   - ruff"
-	@echo "make bench  - speed/size benchmarks (writes benchmarks/results/)"
+	@echo "make bench  - speed/size benchmarks (writes results/bench/)"
 	@echo "make image  - build the CPU image (podman, else docker), make image-gpu the CUDA one"
 	@echo "make dag-in-image - the tiny DAG with every task in the CPU image (kfp.local DockerRunner)"
 

@@ -11,7 +11,7 @@ distillation, ONNX export, uni-retrieval and fusion) works unchanged. theta_ctx 
 shared (UnifieR's "w/o shared" ablation direction, traded for two pretrained starting points).
 The other way round, a vocabulary head on MiniLM's own layers distilled from SPLADE-tiny, was
 measured too: its fusion with MiniLM starts 0.017 below the pair's on dev, and it encodes no faster
-(benchmarks/shared_lexicon.py, README).
+(lab/shared_lexicon.py, README).
 """
 
 from __future__ import annotations

@@ -166,7 +166,7 @@ def _active_entries_pool(transform, decoder: nn.Linear, hidden: torch.Tensor, ke
     arg-max token, and only the active entries (a few hundred per text, of 30,522) are recomputed
     as differentiable dot products W_v . s_argmax + b_v. Measured on the pair model's lexicon at
     its training shape (8 queries, 32 documents x 128 tokens, 2 cores): 884 -> 454 ms per forward +
-    backward (benchmarks/train_step.py).
+    backward (lab/train_step.py).
     """
     states = fill_padding(transform(hidden), keep)
     with torch.no_grad():

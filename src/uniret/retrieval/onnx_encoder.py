@@ -35,7 +35,7 @@ def _session(path: Path, threads: int | None, memory_pattern: bool = True, cpu_a
     # ONNX Runtime plans one memory block per input shape and keeps it in its CPU arena. A corpus
     # pass feeds every padded length once (length-sorted batches), so the arena grew with each new
     # shape: 1,200 NFCorpus documents through the int8 document graph peaked at 4.3 GB with the
-    # pattern, 2.1 GB without, at the same docs/s (benchmarks/encoding_batch.py --arena; README).
+    # pattern, 2.1 GB without, at the same docs/s (lab/encoding_batch.py --arena; README).
     opts.enable_mem_pattern = memory_pattern
     # No busy-waiting between ops: spinning intra-op threads fight concurrent requests and other
     # processes for the cores (batch-1 queries on a busy 2-core box: p50 16.6 -> 7.9 ms).

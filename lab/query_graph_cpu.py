@@ -1,7 +1,7 @@
 """CPU cost and fidelity of a bundle's ONNX query graph: fp32 vs int8 variants (issue 11).
 
-Usage: python benchmarks/query_graph_cpu.py BUNDLE [--data ../shared/data] [--queries 200]
-       [--out benchmarks/results/query_graph_cpu.json]
+Usage: python lab/query_graph_cpu.py BUNDLE [--data ../shared/data] [--queries 200]
+       [--out lab/results/query_graph_cpu.json]
 
 Per variant: CPU ms per query at one intra-op thread (time.process_time over SciFact test queries,
 batch 1, after 20 warm-up runs) and the min/mean cosine of each output to the fp32 graph's on
@@ -54,7 +54,7 @@ def main() -> int:
     parser.add_argument("--data", default="../shared/data")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--max-length", type=int, default=64)
-    parser.add_argument("--out", default="benchmarks/results/query_graph_cpu.json")
+    parser.add_argument("--out", default="lab/results/query_graph_cpu.json")
     args = parser.parse_args()
 
     from onnxruntime.quantization import QuantType, quantize_dynamic

@@ -1,4 +1,4 @@
-"""benchmarks/encoding_batch.py measures each (encoder, batch, ONNX arena setting) in its own process and
+"""lab/encoding_batch.py measures each (encoder, batch, ONNX arena setting) in its own process and
 writes every row."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ def test_encoding_batch_probe_reports_each_encoder_and_batch(repo_root, shared_d
     manifest = json.loads((tiny_bundle / "manifest.json").read_text())
     checkpoint = Path(manifest["model"]["checkpoint"])
     out = tmp_path / "encoding_batch.json"
-    subprocess.run([sys.executable, str(repo_root / "benchmarks" / "encoding_batch.py"), "--checkpoint", str(checkpoint),
+    subprocess.run([sys.executable, str(repo_root / "lab" / "encoding_batch.py"), "--checkpoint", str(checkpoint),
                     "--bundle", str(tiny_bundle), "--data", str(shared_data), "--batches", "8", "4", "--docs", "24",
                     "--rounds", "1", "--arena", "on", "pattern", "off", "shrink", "--out", str(out)], check=True, cwd=tmp_path, timeout=900)
     result = json.loads(out.read_text())

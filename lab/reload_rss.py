@@ -1,6 +1,6 @@
 """Server memory over repeated hot reloads (issue 12): RSS after each reload of a tiny bundle.
 
-Usage: python benchmarks/reload_rss.py BUNDLE [--reloads N] [--out benchmarks/results/reload_rss.json]
+Usage: python lab/reload_rss.py BUNDLE [--reloads N] [--out lab/results/reload_rss.json]
 Builds the serving state the server uses (same loader, probe and swap) and reloads BUNDLE N times,
 recording the process RSS; run it once per variant to compare (--no-trim: without the fix).
 """
@@ -25,7 +25,7 @@ def main() -> int:
     parser.add_argument("bundle")
     parser.add_argument("--reloads", type=int, default=100)
     parser.add_argument("--no-trim", action="store_true", help="do not release freed memory after a swap")
-    parser.add_argument("--out", default="benchmarks/results/reload_rss.json")
+    parser.add_argument("--out", default="lab/results/reload_rss.json")
     args = parser.parse_args()
 
     from uniret.serving import state as state_mod

@@ -1,4 +1,4 @@
-"""benchmarks/train_step.py runs on the default recipe's model and writes every row it reports."""
+"""lab/train_step.py runs on the default recipe's model and writes every row it reports."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 def test_train_step_probe_writes_both_precisions_and_both_lexicon_paths(repo_root, shared_data, tmp_path):
     out = tmp_path / "train_step.json"
-    subprocess.run([sys.executable, str(repo_root / "benchmarks" / "train_step.py"), "--profile", "tiny",
+    subprocess.run([sys.executable, str(repo_root / "lab" / "train_step.py"), "--profile", "tiny",
                     "--params", str(repo_root / "params.yaml"), "--data", str(shared_data), "--repeats", "1",
                     "--queries", "2", "--docs", "2", "--out", str(out)], check=True, cwd=tmp_path, timeout=600)
     result = json.loads(out.read_text())

@@ -1,7 +1,7 @@
 """Per-query BM25 latency (issue 11): the old serving path against the array searcher, interleaved.
 
-Usage: python benchmarks/bm25_topk.py INDEX [--data ../shared/data] [--dataset scifact] [--split test]
-       [--depths 100 1000] [--rounds 3] [--max-queries N] [--params params.yaml] [--out benchmarks/results/bm25_topk.json]
+Usage: python lab/bm25_topk.py INDEX [--data ../shared/data] [--dataset scifact] [--split test]
+       [--depths 100 1000] [--rounds 3] [--max-queries N] [--params params.yaml] [--out lab/results/bm25_topk.json]
 
 INDEX is a Lucene BM25 index (a bundle's bm25/ folder, or artifacts/bm25/indexes/<dataset>).
 Each query is searched alone, as serving does:
@@ -41,7 +41,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-queries", type=int, default=None, help="first N queries of the split (file order)")
     parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--out", default="benchmarks/results/bm25_topk.json")
+    parser.add_argument("--out", default="lab/results/bm25_topk.json")
     args = parser.parse_args()
 
     from uniret.config import load_params

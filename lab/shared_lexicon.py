@@ -1,6 +1,6 @@
 """Issue 10's first route, measured at its crux: a lexicon head on MiniLM's shared layers.
 
-    python benchmarks/shared_lexicon.py --steps 300 --eval-at 0 100 300 [--init identity|random]
+    python lab/shared_lexicon.py --steps 300 --eval-at 0 100 300 [--init identity|random]
 
 UnifieR on MiniLM would share one backbone between the dense module (MiniLM as trained: layers
 above `--shared-layers`, mean pooling, cosine) and a vocabulary-space lexicon module: a BERT MLM
@@ -25,7 +25,7 @@ Evaluation (dev only): the 162 dev queries (data.dev, carved from SciFact's trai
 sub-corpus of uniret.bench.doc_length (every judged train document + 500 random, seed 5), 256
 tokens: nDCG@10 of the head, of SPLADE-tiny's lexicon, of MiniLM's dense vectors, and of the two
 equal-weight min-max fusions (head + MiniLM, SPLADE-tiny + MiniLM: the pair's starting point).
-Writes benchmarks/results/shared_lexicon.json. Timings depend on the machine's load (recorded).
+Writes lab/results/shared_lexicon.json. Timings depend on the machine's load (recorded).
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train-length", type=int, default=128)
     parser.add_argument("--eval-length", type=int, default=256)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default="benchmarks/results/shared_lexicon.json")
+    parser.add_argument("--out", default="lab/results/shared_lexicon.json")
     args = parser.parse_args(argv)
     if max(args.eval_at) > args.steps:
         parser.error(f"--eval-at {max(args.eval_at)} is beyond --steps {args.steps}")

@@ -1,4 +1,4 @@
-"""benchmarks/shared_lexicon.py: the MiniLM lexicon head's starting point and its distillation loss."""
+"""lab/shared_lexicon.py: the MiniLM lexicon head's starting point and its distillation loss."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from uniret.models.backbones import load_tokenizer
 
 @pytest.fixture(scope="module")
 def shared(repo_root):
-    spec = importlib.util.spec_from_file_location("shared_lexicon", repo_root / "benchmarks" / "shared_lexicon.py")
+    spec = importlib.util.spec_from_file_location("shared_lexicon", repo_root / "lab" / "shared_lexicon.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     try:

@@ -1,6 +1,6 @@
 """Profile the retrieval modes on synthetic pre-encoded vectors (no bundle, no encoder).
 
-    python benchmarks/profile_uni.py [docs] [mode ...]   # e.g. 5183 uni hybrid
+    python lab/profile_uni.py [docs] [mode ...]   # e.g. 5183 uni hybrid
 
 Documents: `docs` SPLADE-like rows (41 terms drawn Zipf-like from a 30,522 vocabulary, gamma
 weights) and unit 384-d dense vectors; 200 queries of 25 terms. Prints ms/query per mode (batch 1,

@@ -1,4 +1,4 @@
-"""benchmarks/dev_levers.py: the fusion normalisations it compares, on hand-made scores."""
+"""lab/dev_levers.py: the fusion normalisations it compares, on hand-made scores."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 @pytest.fixture(scope="module")
 def levers(repo_root):
-    spec = importlib.util.spec_from_file_location("dev_levers", repo_root / "benchmarks" / "dev_levers.py")
+    spec = importlib.util.spec_from_file_location("dev_levers", repo_root / "lab" / "dev_levers.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclass looks its module up there
     try:

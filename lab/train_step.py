@@ -1,8 +1,8 @@
 """What one training step of the default pair model costs on this CPU: fp32 vs bf16 autocast, and
 the lexicon head's active-entries gradient vs the full logits backward.
 
-Usage: python benchmarks/train_step.py [--profile cpu] [--data ../shared/data] [--repeats 4]
-       [--queries 8] [--docs 32] [--out benchmarks/results/train_step.json]
+Usage: python lab/train_step.py [--profile cpu] [--data ../shared/data] [--repeats 4]
+       [--queries 8] [--docs 32] [--out lab/results/train_step.json]
 
 The model is the active recipe's pretrained network (params.yaml `model.recipe`, the profile's
 lengths); the texts are real SciFact train queries and documents tokenized at the training shapes
@@ -39,7 +39,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=4)
     parser.add_argument("--queries", type=int, default=8)
     parser.add_argument("--docs", type=int, default=32)
-    parser.add_argument("--out", default="benchmarks/results/train_step.json")
+    parser.add_argument("--out", default="lab/results/train_step.json")
     args = parser.parse_args()
 
     import torch

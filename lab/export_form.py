@@ -1,7 +1,7 @@
 """The ONNX export's form, previous vs current, from one checkpoint: speed, memory and outputs.
 
-Usage: python benchmarks/export_form.py CHECKPOINT [--data ../shared/data] [--docs 192]
-       [--queries 200] [--rounds 3] [--out benchmarks/results/export_form.json]
+Usage: python lab/export_form.py CHECKPOINT [--data ../shared/data] [--docs 192]
+       [--queries 200] [--rounds 3] [--out lab/results/export_form.json]
 
 Exports the checkpoint's query and document graphs twice: in the previous form (traced SDPA
 attention, vocabulary GEMM as W . S^T) and in the current one (`uniret.export.onnx`: eager
@@ -138,7 +138,7 @@ def main() -> int:
     parser.add_argument("--docs", type=int, default=192)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--out", default="benchmarks/results/export_form.json")
+    parser.add_argument("--out", default="lab/results/export_form.json")
     args = parser.parse_args()
 
     from onnxruntime.quantization import QuantType, quantize_dynamic

@@ -1,4 +1,4 @@
-"""benchmarks/export_form.py exports a checkpoint in both forms and reports every figure, and the
+"""lab/export_form.py exports a checkpoint in both forms and reports every figure, and the
 two forms compute the same function."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ def test_export_form_probe_compares_both_forms_of_one_checkpoint(repo_root, shar
     save_model(build_model(ModelConfig(arch="splade", backbone="splade-tiny", query_max_length=16,
                                        doc_max_length=48)), checkpoint)
     out = tmp_path / "export_form.json"
-    subprocess.run([sys.executable, str(repo_root / "benchmarks" / "export_form.py"), str(checkpoint),
+    subprocess.run([sys.executable, str(repo_root / "lab" / "export_form.py"), str(checkpoint),
                     "--data", str(shared_data), "--docs", "40", "--queries", "5", "--rounds", "1",
                     "--out", str(out)], check=True, cwd=tmp_path, timeout=900)
     result = json.loads(out.read_text())

@@ -1,12 +1,12 @@
 """Levers for the served hybrid, measured on the dev sets only (never a test split).
 
-    python benchmarks/dev_levers.py fusion-norm --artifacts artifacts --registry registry
-    python benchmarks/dev_levers.py query-tower --artifacts artifacts --registry registry --layers 3 2
-    python benchmarks/dev_levers.py wise-checkpoint --checkpoint artifacts/continual/model --alpha 0.75 \
+    python lab/dev_levers.py fusion-norm --artifacts artifacts --registry registry
+    python lab/dev_levers.py query-tower --artifacts artifacts --registry registry --layers 3 2
+    python lab/dev_levers.py wise-checkpoint --checkpoint artifacts/continual/model --alpha 0.75 \
         --model-out DIR/continual/model
-    python benchmarks/dev_levers.py prf --artifacts artifacts --registry registry
-    python benchmarks/dev_levers.py bm25-signal --artifacts artifacts --registry registry
-    python benchmarks/dev_levers.py paired --artifacts A --bundle A/index/bundle \
+    python lab/dev_levers.py prf --artifacts artifacts --registry registry
+    python lab/dev_levers.py bm25-signal --artifacts artifacts --registry registry
+    python lab/dev_levers.py paired --artifacts A --bundle A/index/bundle \
         --other-artifacts B --other-bundle B/index/bundle
 
 - fusion-norm: the served fusion's score normalisation. Per query, each signal's top 1000 (lexical,
@@ -41,7 +41,7 @@
   B is not better. Reports each head's difference the same way.
 
 Inputs: a `make demo` artifacts folder (bm25 stage: dev qrels and BM25 dev runs; the index
-stage's encoding cache) and its bundle. Results: benchmarks/results/dev_levers.json, one key per
+stage's encoding cache) and its bundle. Results: lab/results/dev_levers.json, one key per
 lever. Take timings on an otherwise idle machine.
 """
 
@@ -503,7 +503,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--other-bundle", type=Path, default=None, help="paired: system B's bundle (default: its index stage's)")
     parser.add_argument("--label", default=None, help="paired: the key B's result is stored under (default: its folder)")
     parser.add_argument("--resamples", type=int, default=10000, help="paired: bootstrap resamples")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/dev_levers.json"))
+    parser.add_argument("--out", type=Path, default=Path("lab/results/dev_levers.json"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     params = load_params(args.params, args.profile)

@@ -1,10 +1,10 @@
 """Corpus-encoding batch size: docs/s and peak RSS of the torch encoder (the mine stage's) and of a
 bundle's ONNX document graph (the index and evaluate stages'; doc.int8.onnx when the bundle kept it).
 
-Usage: python benchmarks/encoding_batch.py --checkpoint artifacts/continual/model \
+Usage: python lab/encoding_batch.py --checkpoint artifacts/continual/model \
            --bundle artifacts/index/bundle [--batches 32 16] [--docs 192] [--rounds 2] \
            [--dataset scifact] [--encoders torch onnx] [--arena on pattern off shrink] \
-           [--data ../shared/data] [--out benchmarks/results/encoding_batch.json]
+           [--data ../shared/data] [--out lab/results/encoding_batch.json]
 
 Each (encoder, batch) runs in its own process, interleaved per round: it encodes one warm-up
 batch, then the first `--docs` SciFact documents (length-sorted batches, as the stages encode),
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arena", nargs="+", default=["on"], choices=["on", "pattern", "off", "shrink"],
                         help="ONNX Runtime memory settings of the onnx rows (on: uniret's)")
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/encoding_batch.json"))
+    parser.add_argument("--out", type=Path, default=Path("lab/results/encoding_batch.json"))
     parser.add_argument("--child", nargs=3, metavar=("ENCODER", "BATCH", "ARENA"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:

@@ -1,8 +1,8 @@
 """HTTP latency of one bundle under several `serve` settings (issue 11: micro-batching, threads, processes).
 
-Usage: python benchmarks/serve_settings.py BUNDLE [--data ../shared/data] [--params params.yaml]
+Usage: python lab/serve_settings.py BUNDLE [--data ../shared/data] [--params params.yaml]
        [--configs '{"name": {serve overrides}, ...}'] [--clients 1 16] [--requests 400]
-       [--out benchmarks/results/serve_settings.json]
+       [--out lab/results/serve_settings.json]
 
 Each setting gets its own uvicorn process on 127.0.0.1 (uniret.bench.http_bench, the same load
 generator as `uniret bench`), SciFact test queries, the bundle's served mode, k=10. Take it on an
@@ -39,7 +39,7 @@ def main() -> int:
     parser.add_argument("--configs", default=None, help="JSON object {name: serve overrides} (default: the built-in sweep)")
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 16])
     parser.add_argument("--requests", type=int, default=400)
-    parser.add_argument("--out", default="benchmarks/results/serve_settings.json")
+    parser.add_argument("--out", default="lab/results/serve_settings.json")
     args = parser.parse_args()
 
     from uniret.bench.http_bench import http_latency
