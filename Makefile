@@ -70,7 +70,7 @@ pipeline: install
 
 # Container images, tagged from params.yaml `pipeline:`, built with podman (else docker) by
 # docker/build.sh. BASE_IMAGE=local: a Debian base made here by debootstrap (no registry needed);
-# elsewhere: make image BASE_IMAGE=python:3.11-slim-bookworm. See README "Containers".
+# elsewhere: make image BASE_IMAGE=python:3.11-slim-bookworm. See docs/deployment.md.
 BASE_IMAGE ?= local
 IMAGE_BUILD = UNIRET=$(BIN)/uniret PIP="$(BIN)/python -m pip" BASE_IMAGE=$(BASE_IMAGE) docker/build.sh
 

@@ -107,5 +107,5 @@ def test_write_replaces_only_the_marked_blocks(artifacts, tmp_path):
 
 
 def test_a_file_without_the_block_markers_is_named():
-    with pytest.raises(ValueError, match=r"README.md: no <!-- results:headline -->"):
+    with pytest.raises(DataError, match=r"README.md: no <!-- results:headline -->"):
         fill("no markers here", {"headline": "x"}, ("headline",), Path("README.md"))

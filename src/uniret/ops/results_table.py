@@ -235,16 +235,16 @@ def render_blocks(results_root: Path, metric: str = "ndcg@10") -> dict[str, str]
 
 
 def _pattern(name: str) -> re.Pattern[str]:
-    return re.compile(rf"(<!-- results:{name} -->\n)(.*?)(\n<!-- /results:{name} -->)", re.S)
+    return re.compile(rf"(<!-- results:{name} -->)(.*?)(<!-- /results:{name} -->)", re.S)
 
 
 def fill(text: str, blocks: dict[str, str], names: tuple[str, ...], path: Path) -> str:
-    """`text` with each named block's body replaced (ValueError naming the file when a marker is missing)."""
+    """`text` with each named block's body replaced (DataError naming the file when a marker is missing)."""
     for name in names:
         pattern = _pattern(name)
         if not pattern.search(text):
-            raise ValueError(f"{path}: no <!-- results:{name} --> ... <!-- /results:{name} --> block")
-        text = pattern.sub(lambda m, body=blocks[name]: m.group(1) + body + m.group(3), text, count=1)
+            raise DataError(DataProblem(path, None, None, f"no <!-- results:{name} --> ... <!-- /results:{name} --> block"))
+        text = pattern.sub(lambda m, body=blocks[name]: f"{m.group(1)}\n{body}\n{m.group(3)}", text, count=1)
     return text
 
 

@@ -176,7 +176,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
                                       cfg.export.parity)
         int8_docs = quantize_doc_encoder(bundle / ONNX_DIR, reference, *parity_texts, cfg.export.quantize_docs)
         # the checks' sessions and arenas (the fp32 document graph's, when int8 takes over) go before
-        # the corpus passes: held to the end they were this stage's peak RSS (README)
+        # the corpus passes: held to the end they were this stage's peak RSS (E27)
         del reference
         if int8_docs["used"]:  # corpus passes (here, fusion tuning, evaluate) encode with doc.int8.onnx
             onnx_enc = OnnxEncoder(bundle / ONNX_DIR, tokenizer, batch, qlen, dlen, query_file=onnx_enc.query_file)
