@@ -15,7 +15,6 @@ files into the results tables of README.md and docs/results.md (uniret.ops.resul
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import time
@@ -25,6 +24,7 @@ from typing import Any
 
 from uniret.core.dag import STAGES
 from uniret.core.errors import DataError, DataProblem
+from uniret.core.jsonio import read_json
 from uniret.evaluation.compare_systems import (
     compare_evaluated,
     comparison_doc,
@@ -49,15 +49,9 @@ def significance_stem(a: str, b: str) -> str:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise FileNotFoundError(f"{path}: not found; run the DAG (make demo) before collecting its results") from exc
-    except json.JSONDecodeError as exc:
-        raise DataError(DataProblem(path, exc.lineno, None, f"not valid JSON: {exc.msg}")) from exc
-    if not isinstance(doc, dict):
-        raise DataError(DataProblem(path, None, None, "expected a JSON object"))
-    return doc
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: not found; run the DAG (make demo) before collecting its results")
+    return read_json(path)
 
 
 def _git_commit(folder: Path) -> str:

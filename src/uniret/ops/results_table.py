@@ -17,13 +17,13 @@ p50 latency) and `details` (docs only: every evaluated system, every comparison,
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from uniret.core.errors import DataError, DataProblem
+from uniret.core.jsonio import read_json
 from uniret.ops.results_collect import (
     BENCH_FILE,
     BM25,
@@ -50,29 +50,19 @@ class Results:
     bench: dict[str, Any] | None
 
 
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataError(DataProblem(path, exc.lineno, None, f"not valid JSON: {exc.msg}")) from exc
-    if not isinstance(doc, dict):
-        raise DataError(DataProblem(path, None, None, "expected a JSON object"))
-    return doc
-
-
 def load_results(root: Path) -> Results:
     """Read results/ (FileNotFoundError naming what is missing; bench is optional)."""
     root = Path(root)
     for required in (root / DEMO_FILE, root / EVALUATE_DIR / "metrics.json"):
         if not required.is_file():
             raise FileNotFoundError(f"{required}: not found; `uniret results collect` writes it after a demo")
-    demo = _read(root / DEMO_FILE)
+    demo = read_json(root / DEMO_FILE)
     for key in ("served_mode", "date", "commit", "machine"):
         if not demo.get(key):
             raise DataError(DataProblem(root / DEMO_FILE, None, key, "missing"))
-    significance = {p.stem: _read(p) for p in sorted((root / SIGNIFICANCE_DIR).glob("*.json"))}
-    bench = _read(root / BENCH_FILE) if (root / BENCH_FILE).is_file() else None
-    return Results(root, demo, _read(root / EVALUATE_DIR / "metrics.json"), significance, bench)
+    significance = {p.stem: read_json(p) for p in sorted((root / SIGNIFICANCE_DIR).glob("*.json"))}
+    bench = read_json(root / BENCH_FILE) if (root / BENCH_FILE).is_file() else None
+    return Results(root, demo, read_json(root / EVALUATE_DIR / "metrics.json"), significance, bench)
 
 
 def _score(value: float | None) -> str:
