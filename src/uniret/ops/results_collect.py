@@ -66,11 +66,15 @@ def _git_commit(folder: Path) -> str:
     return commit + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
-def _machine() -> str:
-    from uniret.bench.machine import machine_info
+def _machine(artifacts: Path) -> str:
+    """The machine the DAG ran on, as its bench stage recorded it; else this one."""
+    bench = artifacts / "bench" / "bench.json"
+    m = read_json(bench).get("machine") if bench.is_file() else None
+    if not m:
+        from uniret.bench.machine import machine_info
 
-    m = machine_info()
-    return f"{m['cpu_model']}, {m['cpu_cores_usable']} cores, {m['memory_gb']} GB"
+        m = machine_info()
+    return f"{m.get('cpu_model')}, {m.get('cpu_cores_usable')} cores, {m.get('memory_gb')} GB"
 
 
 def _served(bundle_manifest: dict[str, Any], served: str | None, path: Path) -> tuple[str, list[str], str | None]:
@@ -100,7 +104,7 @@ def demo_record(artifacts: Path, served: str | None = None, demo_seconds: float 
     return {
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(finished)),
         "commit": _git_commit(artifacts.resolve().parent),
-        "machine": _machine(),
+        "machine": _machine(artifacts),
         "profile": evaluate.get("profile"),
         "recipe": recipe,
         "served_mode": mode,
@@ -125,7 +129,7 @@ def collect(artifacts: Path, out: Path, served: str | None = None, demo_seconds:
     datasets = list(metrics.get("datasets") or {})
     systems = {s for by_system in (metrics.get("datasets") or {}).values() for s in by_system}
     mode = demo["served_mode"]
-    others = list(dict.fromkeys([*demo["heads"], *also, BM25]))
+    others = [s for s in dict.fromkeys([*demo["heads"], *also, BM25]) if s != mode]
     missing = sorted({mode, *others} - systems)
     if missing:
         raise DataError(DataProblem(evaluated / METRICS_JSON, None, None,
