@@ -53,6 +53,7 @@ def artifacts(tmp_path) -> Path:
     _write(root / "evaluate" / "manifest.json", {"profile": "cpu", "seconds": 12.0, "params": {
         "data": {"train_dataset": "scifact", "eval_datasets": DATASETS}}})
     _write(root / "warmup" / "manifest.json", {"seconds": 30.0})
+    _write(root / "bench" / "bench.json", {"machine": {"cpu_model": "Test CPU", "cpu_cores_usable": 2, "memory_gb": 8.0}})
     _write(root / "index" / "bundle" / "manifest.json", {
         "model": {"serve_mode": "hybrid_fast", "recipe": "hybrid"},
         "fusion": {"modes": {"hybrid_fast": {"runs": ["bm25", "lexical_static", "dense_static"]}}}})
@@ -64,6 +65,7 @@ def test_collect_reads_the_served_mode_and_its_heads_from_the_bundle(artifacts, 
     demo = collect(artifacts, out, also=["hybrid_bm25"], resamples=200)
     assert demo["served_mode"] == "hybrid_fast" and demo["heads"] == ["lexical_static", "dense_static"]
     assert demo["stage_seconds"] == {"warmup": 30, "evaluate": 12} and demo["commit"] == "unknown"
+    assert demo["machine"] == "Test CPU, 2 cores, 8.0 GB"  # the DAG's machine, from its bench stage
     stems = sorted(p.stem for p in (out / "significance").glob("*.json"))
     assert stems == ["bm25_vs_hybrid_fast", "dense_static_vs_hybrid_fast", "hybrid_bm25_vs_hybrid_fast",
                      "lexical_static_vs_hybrid_fast"]
