@@ -140,3 +140,55 @@ def test_queries_of_each_mode_validate_and_score_like_the_bundle(exported, tiny_
             assert set(got) == set(want) or list(want.values())[-1] == pytest.approx(
                 sorted(got.values())[0], rel=1e-5), f"{mode} {qid}"
             assert sorted(got.values(), reverse=True) == pytest.approx(list(want.values()), rel=1e-4, abs=1e-6)
+
+
+def test_fast_mode_maps_onto_the_token_weight_table_and_the_static_vector(tiny_bundle, tmp_path, repo_root):
+    """hybrid_fast: the exported token weight table scores like the bundle's lexical_static, the static
+    tower's vector is the knn clause, and the corpus text feeds the BM25 clause."""
+    from uniret.cli import main
+    from uniret.retrieval.bundle import open_bundle
+    from uniret.retrieval.modes import build_searchers
+
+    corpus = tiny_bundle.parents[1] / "validate" / "datasets" / "scifact" / "corpus.jsonl"
+    out = tmp_path / "export"
+    assert main(["export", "opensearch", "--params", str(repo_root / "params.yaml"), "--bundle", str(tiny_bundle),
+                 "--out", str(out), "--corpus", str(corpus)]) == 0
+    cfg = OpenSearchExportConfig()
+    manifest = json.loads((out / "manifest.json").read_text())
+    keys = json.loads((out / "feature_keys.json").read_text())
+    table = json.loads((out / "token_weights.json").read_text())
+    index = json.loads((out / "index.json").read_text())
+    _check("index", index)
+    assert index["mappings"]["properties"]["text"]["type"] == "text"
+    runs = manifest["static_query"]["fast_runs"]
+    fast = json.loads((out / "search_pipeline_fast.json").read_text())
+    _check("pipeline", fast)
+    weights = fast["phase_results_processors"][0]["normalization-processor"]["combination"]["parameters"]["weights"]
+    assert len(weights) == len(runs) and sum(weights) == pytest.approx(1.0)
+
+    docs = _bulk_docs(out)
+    assert all(s["text"] for _, s in docs)
+    ids = [a["index"]["_id"] for a, _ in docs]
+    sparse = [s.get("sparse", {}) for _, s in docs]
+    bundle = open_bundle(tiny_bundle)
+    static = bundle.index.static_query
+    searcher = build_searchers(bundle.index, bundle.retrieval, bundle.encoder, bundle.bm25,
+                               modes=["lexical_static"])["lexical_static"]
+    query = "protein folding in cells"
+    one = static.encode([query])
+    body = search_body("hybrid_fast", one, keys, manifest["sparse_quant"], cfg, TOP_K, text=query, fast_runs=runs)
+    _check("query", body)
+    clauses = body["query"]["hybrid"]["queries"]
+    assert clauses[runs.index("bm25")] == {"match": {"text": query}}
+    tokens = clauses[runs.index("lexical_static")]["neural_sparse"]["sparse"]["query_tokens"]
+    # the client's query tokens are the exported table's weights of the query's tokens (quantized)
+    for token, weight in tokens.items():
+        assert weight == pytest.approx(round(table[token] * manifest["sparse_quant"]) / manifest["sparse_quant"])
+    scores = np.array([sum(w * d.get(t, 0.0) for t, w in tokens.items()) for d in sparse])
+    want = searcher.search({"q": query}, TOP_K)["q"]
+    got = sorted(scores, reverse=True)[:len(want)]
+    assert got == pytest.approx(list(want.values()), rel=1e-4, abs=1e-6)
+    assert {ids[j] for j in np.argsort(-scores, kind="stable")[:len(want)]} <= set(want) | {
+        ids[j] for j in range(len(ids)) if scores[j] == pytest.approx(min(want.values()))}
+    vector = clauses[runs.index("dense_static")]["knn"]["dense"]["vector"]
+    assert vector == pytest.approx([float(x) for x in one.dense[0]])

@@ -56,6 +56,6 @@ def test_tiny_prefix_runs_and_a_blocked_gate_skips_promote(repo_root, shared_dat
         run_local(repo_root, local_cfg, workdir=workdir, profile="tiny", stages=["gate", "promote"],
                   params_path=repo_root / "params.yaml", data=shared_data,
                   # no bench or index stage in this prefix: budgets off (unmeasurable budgets block)
-                  gate_overrides='{"candidate_system": "bm25", "max_latency_p95_ms": null, '
+                  gate_overrides='{"candidate_system": "bm25", "max_latency_p95_ms": null, "max_latency_ratio_bm25": null, '
                                  '"max_bytes_per_doc_dense": null, "max_bytes_per_doc_sparse": null}')
     assert json.loads((workdir / "artifacts" / "gate" / "decision.json").read_text())["passed"] is True

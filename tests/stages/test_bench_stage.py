@@ -94,3 +94,38 @@ def test_gate_blocks_when_the_served_mode_was_not_benchmarked(benched):
                    if c["name"] == "latency_p95_ms")
     assert latency["status"] == "fail" and latency["reason"].startswith("cannot be measured")
     assert "'clear'" in latency["reason"]
+
+
+def test_gate_blocks_a_mode_slower_than_bm25_by_the_configured_ratio(benched, tiny_bundle):
+    """Real BM25 and a mode made slow by a sleep, timed side by side by the bench's own timer: the
+    ratio rule blocks the slow one, and the reference http run in bm25 mode is recorded."""
+    import time
+
+    from uniret.bench.modes import bench_modes
+    from uniret.retrieval.base import Searcher
+    from uniret.retrieval.bundle import load_searchers
+
+    class Slow(Searcher):
+        def __init__(self, inner):
+            self.inner, self.encoder = inner, None
+
+        def search_batch(self, batch, k):
+            time.sleep(0.05)
+            return self.inner.search_batch(batch, k)
+
+    ctx, _, bench = benched
+    assert bench["http"]["reference"]["mode"] == "bm25" and bench["http"]["reference"]["failed"] == 0
+    searchers = load_searchers(tiny_bundle, modes=["bm25", "hybrid_fast"])
+    searchers["uni"] = Slow(searchers["hybrid_fast"])
+    queries = {f"q{i}": q for i, q in enumerate(["protein folding", "vitamin d", "cell death", "gene expression"])}
+    figures = {"modes": bench_modes(searchers, ["bm25", "uni"], queries, {}, 10, 10, 1)}
+    (ctx.stage_dir("bench") / "bench.json").write_text(json.dumps({**bench, **figures}))
+    try:
+        assert gate_stage.run(_ctx(ctx, {"candidate_system": "uni", "max_latency_p95_ms": None,
+                                         "max_latency_ratio_bm25": 1.5}))["passed"] is False
+    finally:
+        (ctx.stage_dir("bench") / "bench.json").write_text(json.dumps(bench))
+    check = next(c for c in json.loads((ctx.stage_dir("gate") / "decision.json").read_text())["checks"]
+                 if c["name"] == "latency_p50_vs_bm25")
+    assert check["status"] == "fail" and check["value"] == pytest.approx(figures["modes"]["uni"]["p50_vs_bm25"], abs=1e-3)
+    assert check["value"] > 1.5

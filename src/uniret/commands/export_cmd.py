@@ -27,8 +27,13 @@ def _opensearch(args: argparse.Namespace) -> int:
     from uniret.export.opensearch import export_bundle
 
     params = load_params(args.params, args.profile)
+    texts = None
+    if args.corpus:
+        from uniret.data.beir import iter_corpus
+
+        texts = {d.id: d.contents for d in iter_corpus(args.corpus)}
     exported = export_bundle(_bundle_dir(args, params), args.out, params.section("opensearch"),
-                             previous_index=args.previous_index)
+                             previous_index=args.previous_index, texts=texts)
     print(json.dumps({k: exported[k] for k in ("index", "alias", "num_docs", "dense_dim", "serve_mode", "bulk_files")},
                      indent=2))
     return 0
@@ -48,4 +53,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     o.add_argument("--out", required=True, help="output folder (replaced atomically)")
     o.add_argument("--previous-index", default=None,
                    help="index the alias points at now (alias_actions.json then removes it in the same request)")
+    o.add_argument("--corpus", default=None,
+                   help="the bundle's corpus.jsonl: adds the documents' text (the BM25 clause of hybrid_fast)")
     o.set_defaults(func=_opensearch)

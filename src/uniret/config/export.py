@@ -19,6 +19,7 @@ class OpenSearchExportConfig:
     search_pipeline: str = "uniret-hybrid"
     dense_field: str = "dense"
     sparse_field: str = "sparse"
+    text_field: str = "text"  # documents' text (with --corpus): hybrid_fast's BM25 clause
     knn_engine: Literal["faiss", "lucene"] = "faiss"  # both support innerproduct with HNSW
     number_of_shards: int = 1
     number_of_replicas: int = 1
@@ -31,7 +32,7 @@ class OpenSearchExportConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.number_of_replicas < 0:
             raise ValueError(f"number_of_replicas must be >= 0, got {self.number_of_replicas}")
-        for name in ("index_prefix", "alias", "search_pipeline", "dense_field", "sparse_field"):
+        for name in ("index_prefix", "alias", "search_pipeline", "dense_field", "sparse_field", "text_field"):
             value = getattr(self, name)
             if not value or value != value.lower() or any(c in value for c in ' "*\\<|,>/?'):
                 raise ValueError(f"{name}: {value!r} is not a valid lowercase OpenSearch name")

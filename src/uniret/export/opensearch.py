@@ -39,6 +39,8 @@ from uniret.retrieval.encoding import EncodedTexts
 from uniret.retrieval.sparse import quantize
 from uniret.utils.files import atomic_dir
 
+STATIC = Path("static")  # the bundle's static query tables (uniret.retrieval.static_query)
+
 MAX_HYBRID_QUERIES = 5  # the hybrid query accepts at most five sub-queries (neural-search docs)
 # serving mode -> how the engine answers it ("exact": same ranking as the bundle; "approximate": a
 # documented stand-in, the gate's figures do not carry over)
@@ -49,7 +51,19 @@ MODE_MAPPING = {
     "uni": ("hybrid query + normalization-processor", "approximate: UnifieR adds raw lexical + dense scores of "
             "the lexical top-K; the engine fuses normalized scores of both clauses"),
     "uni_gated": ("hybrid query + normalization-processor", "approximate: the per-query gate is not applied"),
+    # the query side with no model (static/ tables): how OpenSearch serves doc-only sparse models
+    "lexical_static": ("neural_sparse with query_tokens from the token weight table (token_weights.json, "
+                       "OpenSearch's idf file of inference-free sparse models)", "exact"),
+    "dense_static": ("knn with the static tower's query vector (a table look-up in the client: "
+                     "uniret.retrieval.static_query over the bundle's static/tower.npy)",
+                     "exact for the bundle's HNSW/flat top-k up to graph recall"),
+    "hybrid_fast": ("hybrid query: match on the text field (BM25) + neural_sparse + knn, "
+                    "search_pipeline_fast.json (min_max, the bundle's learned weights)",
+                    "approximate: OpenSearch's BM25 (its english analyzer, k1/b) is not the bundle's Anserini BM25"),
 }
+STATIC_MODES = ("lexical_static", "dense_static", "hybrid_fast")
+# hybrid_fast's runs -> the clause of the hybrid query that answers each
+FAST_CLAUSES = {"bm25": "bm25", "lexical_static": "lexical", "dense_static": "dense"}
 
 
 def feature_key(token: str, token_id: int) -> str:
@@ -65,7 +79,8 @@ def feature_keys(vocab: Sequence[str]) -> list[str]:
     return [feature_key(t, i) for i, t in enumerate(vocab)]
 
 
-def index_body(dim: int | None, hnsw: dict[str, Any], cfg: OpenSearchExportConfig, sparse: bool) -> dict[str, Any]:
+def index_body(dim: int | None, hnsw: dict[str, Any], cfg: OpenSearchExportConfig, sparse: bool,
+               text: bool = False) -> dict[str, Any]:
     """Settings + mappings of the index (PUT /<index>)."""
     properties: dict[str, Any] = {"doc_id": {"type": "keyword"}}
     settings: dict[str, Any] = {"number_of_shards": cfg.number_of_shards, "number_of_replicas": cfg.number_of_replicas}
@@ -81,6 +96,8 @@ def index_body(dim: int | None, hnsw: dict[str, Any], cfg: OpenSearchExportConfi
         }
     if sparse:
         properties[cfg.sparse_field] = {"type": "rank_features"}
+    if text:  # hybrid_fast's BM25 clause reads the documents' text
+        properties[cfg.text_field] = {"type": "text", "analyzer": "english"}
     return {"settings": {"index": settings}, "mappings": {"dynamic": "strict", "properties": properties}}
 
 
@@ -95,10 +112,13 @@ def query_tokens(weights: sp.csr_matrix, keys: Sequence[str], quant: float) -> d
 
 
 def iter_bulk_lines(index: str, docids: Sequence[str], dense: np.ndarray | None, impacts: sp.csr_matrix | None,
-                    keys: Sequence[str], quant: float, cfg: OpenSearchExportConfig) -> Iterator[str]:
+                    keys: Sequence[str], quant: float, cfg: OpenSearchExportConfig,
+                    texts: dict[str, str] | None = None) -> Iterator[str]:
     """`_bulk` NDJSON lines: an index action, then the document, per document."""
     for i, docid in enumerate(docids):
         source: dict[str, Any] = {"doc_id": docid}
+        if texts is not None:
+            source[cfg.text_field] = texts.get(docid, "")
         if dense is not None:
             source[cfg.dense_field] = [float(x) for x in dense[i]]
         if impacts is not None:
@@ -109,22 +129,33 @@ def iter_bulk_lines(index: str, docids: Sequence[str], dense: np.ndarray | None,
         yield json.dumps(source)
 
 
-def search_pipeline(alpha: float) -> dict[str, Any]:
-    """The hybrid search pipeline: min-max per clause, weighted mean (lexical alpha, dense 1 - alpha)."""
+def search_pipeline(alpha: float, weights: Sequence[float] | None = None,
+                    description: str = "uniret hybrid: min-max normalised lexical and dense clauses, alpha-weighted mean"
+                    ) -> dict[str, Any]:
+    """A hybrid search pipeline: min-max per clause, weighted mean (lexical alpha, dense 1 - alpha,
+    or `weights` in clause order)."""
     return {
-        "description": "uniret hybrid: min-max normalised lexical and dense clauses, alpha-weighted mean",
+        "description": description,
         "phase_results_processors": [{
             "normalization-processor": {
                 "normalization": {"technique": "min_max"},
-                "combination": {"technique": "arithmetic_mean", "parameters": {"weights": [alpha, 1.0 - alpha]}},
+                "combination": {"technique": "arithmetic_mean",
+                                "parameters": {"weights": list(weights) if weights else [alpha, 1.0 - alpha]}},
             }
         }],
     }
 
 
+def token_weight_table(weights: np.ndarray, keys: Sequence[str]) -> dict[str, float]:
+    """{feature key: query weight} of every token with a positive weight: the idf file an OpenSearch
+    inference-free sparse model scores query tokens with (no model on the query path)."""
+    return {keys[i]: float(w) for i, w in enumerate(weights) if w > 0}
+
+
 def search_body(mode: str, query: EncodedTexts, keys: Sequence[str], quant: float, cfg: OpenSearchExportConfig,
-                size: int) -> dict[str, Any]:
-    """The search request of one encoded query in serving mode `mode` (MODE_MAPPING)."""
+                size: int, text: str | None = None, fast_runs: Sequence[str] | None = None) -> dict[str, Any]:
+    """The search request of one encoded query in serving mode `mode` (MODE_MAPPING); the static
+    modes take the static query encoding, hybrid_fast also the query `text` (its BM25 clause)."""
     if mode not in MODE_MAPPING:
         raise ValueError(f"mode {mode!r} has no OpenSearch query; exportable: {sorted(MODE_MAPPING)}")
     clauses = {}
@@ -134,10 +165,21 @@ def search_body(mode: str, query: EncodedTexts, keys: Sequence[str], quant: floa
     if query.dense is not None:
         clauses["dense"] = {"knn": {cfg.dense_field: {"vector": [float(x) for x in query.dense[0]],
                                                       "k": max(cfg.knn_k, size)}}}
-    if mode in ("lexical", "dense"):
-        if mode not in clauses:
-            raise ValueError(f"mode {mode!r}: the bundle's encoder has no {mode} output")
-        return {"size": size, "_source": ["doc_id"], "query": clauses[mode]}
+    single = {"lexical": "lexical", "dense": "dense", "lexical_static": "lexical", "dense_static": "dense"}
+    if mode in single:
+        if single[mode] not in clauses:
+            raise ValueError(f"mode {mode!r}: the bundle's encoder has no {single[mode]} output")
+        return {"size": size, "_source": ["doc_id"], "query": clauses[single[mode]]}
+    if mode == "hybrid_fast":  # `query` is the static encoding; runs in the bundle's fast_runs order
+        if text is None:
+            raise ValueError("mode 'hybrid_fast' needs the query text for its BM25 clause")
+        clauses["bm25"] = {"match": {cfg.text_field: text}}
+        runs = list(fast_runs or FAST_CLAUSES)
+        missing = [r for r in runs if FAST_CLAUSES[r] not in clauses]
+        if missing:
+            raise ValueError(f"mode 'hybrid_fast' needs {missing}, which this query encoding lacks")
+        return {"size": size, "_source": ["doc_id"],
+                "query": {"hybrid": {"queries": [clauses[FAST_CLAUSES[r]] for r in runs]}}}
     if set(clauses) != {"lexical", "dense"}:
         raise ValueError(f"mode {mode!r} needs both a dense and a sparse output")
     return {"size": size, "_source": ["doc_id"],
@@ -162,8 +204,10 @@ def bundle_version(bundle_dir: Path, manifest: dict[str, Any]) -> str:
 
 
 def export_bundle(bundle_dir: str | os.PathLike, out_dir: str | os.PathLike, cfg: OpenSearchExportConfig,
-                  previous_index: str | None = None) -> dict[str, Any]:
-    """Write the OpenSearch export of a bundle into out_dir (see module doc); returns its manifest."""
+                  previous_index: str | None = None, texts: dict[str, str] | None = None) -> dict[str, Any]:
+    """Write the OpenSearch export of a bundle into out_dir (see module doc); returns its manifest.
+    `texts` ({doc id: text}, e.g. the corpus the bundle indexed) adds the text field hybrid_fast's
+    BM25 clause reads; the bundle itself holds no document text."""
     from transformers import AutoTokenizer
 
     from uniret.retrieval.dense import doc_vectors, load_faiss_index
@@ -181,10 +225,20 @@ def export_bundle(bundle_dir: str | os.PathLike, out_dir: str | os.PathLike, cfg
     alpha = float(retrieval["fusion"]["alpha"]) if retrieval["fusion"]["runs"][:2] == ["lexical", "dense"] else 0.5
     serve_mode = (manifest.get("model") or {}).get("serve_mode")
 
+    static_weights = STATIC / "token_weights.npy"
+    fast = ((manifest.get("fusion") or {}).get("modes") or {}).get("hybrid_fast")
     with atomic_dir(out_dir) as tmp:
-        body = index_body(dense.shape[1] if dense is not None else None, retrieval["dense"], cfg, impacts is not None)
+        body = index_body(dense.shape[1] if dense is not None else None, retrieval["dense"], cfg, impacts is not None,
+                          texts is not None)
         (tmp / "index.json").write_text(json.dumps(body, indent=2), encoding="utf-8")
-        lines = iter_bulk_lines(index, docids, dense, impacts, keys, quant, cfg)
+        if (bundle / static_weights).is_file():
+            table = token_weight_table(np.load(bundle / static_weights), keys)
+            (tmp / "token_weights.json").write_text(json.dumps(table), encoding="utf-8")
+        if fast:
+            pipeline = search_pipeline(0.5, fast["weights"], "uniret hybrid_fast: min-max normalised clauses "
+                                       f"({', '.join(fast['runs'])}), weights learned on dev")
+            (tmp / "search_pipeline_fast.json").write_text(json.dumps(pipeline, indent=2), encoding="utf-8")
+        lines = iter_bulk_lines(index, docids, dense, impacts, keys, quant, cfg, texts)
         files = _write_bulk_files(tmp, lines, len(docids), cfg.bulk_docs_per_file)
         (tmp / "search_pipeline.json").write_text(json.dumps(search_pipeline(alpha), indent=2), encoding="utf-8")
         (tmp / "alias_actions.json").write_text(json.dumps(alias_actions(cfg.alias, index, previous_index), indent=2),
@@ -203,6 +257,10 @@ def export_bundle(bundle_dir: str | os.PathLike, out_dir: str | os.PathLike, cfg
             "serve_mode_mapping": MODE_MAPPING.get(serve_mode) if serve_mode else None,
             "modes": {m: {"query": q, "fidelity": f} for m, (q, f) in MODE_MAPPING.items()},
             "bulk_files": files,
+            "text_field": cfg.text_field if texts is not None else None,
+            "static_query": ({"token_weights": "token_weights.json", "tower": str(bundle / STATIC / "tower.npy"),
+                              "fast_runs": fast["runs"] if fast else None}
+                             if (bundle / static_weights).is_file() else None),
             "requests": ["PUT /{index} index.json", "POST /_bulk bulk-*.ndjson",
                          "PUT /_search/pipeline/{pipeline} search_pipeline.json",
                          "POST /_aliases alias_actions.json (promotion)"],
