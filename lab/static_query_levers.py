@@ -2,7 +2,7 @@
 
 For each variant of `index.static_query` (and of hybrid_fast's fusion depth), rebuild the static
 tables from the bundle's checkpoint and learn hybrid_fast's weights on the dev sets exactly as the
-index stage does (uniret.stages.index._learn_fusion: the SciFact dev carve and NFCorpus dev),
+index stage does (uniret.evaluation.fusion_learning.learn_fusion: the SciFact dev carve and NFCorpus dev),
 reusing the corpus encodings of the encoding cache. Writes one JSON of dev figures per variant.
 Never reads a test split.
 
@@ -42,6 +42,7 @@ def main() -> int:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
+    from uniret.evaluation.fusion_learning import learn_fusion
     from uniret.models.factory import load_model
     from uniret.retrieval.bundle import open_bundle
     from uniret.retrieval.corpus_cache import cached_corpus_encoding
@@ -76,8 +77,8 @@ def main() -> int:
         tmp = ctx.artifacts / ".levers" / name
         tmp.mkdir(parents=True, exist_ok=True)
         static, meta = index_stage._static_query(ctx, vcfg, model, tokenizer, dataset, docs, tmp, qlen, dlen)
-        learned = index_stage._learn_fusion(ctx, vcfg, vr, dataset, [d.id for d in docs], encoded, onnx_enc, key,
-                                            static)
+        learned = learn_fusion(ctx, vcfg, vr, dataset, [d.id for d in docs], encoded, onnx_enc, key,
+                               static)
         results[name] = {"overrides": VARIANTS[name], "seconds": round(time.perf_counter() - start, 1),
                          "static": {k: meta[k] for k in ("texts", "text_sources", "loss_by_epoch", "seconds")},
                          "dev": learned["modes"], "sets": learned["sets"]}
