@@ -46,12 +46,14 @@ def _render(args: argparse.Namespace) -> int:
     return 0
 
 
+HELP = "committed figures of the shipped model: collect them after a demo, render the README table"
+DESCRIPTION = ("results/ holds the figures README.md and docs/results.md show: `collect` copies a demo's evaluation "
+               "and significance from its artifacts, `uniret bench` writes results/bench/, and `render` makes the "
+               "tables from those files.")
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "results", help="committed figures of the shipped model: collect them after a demo, render the README table",
-        description="results/ holds the figures README.md and docs/results.md show: `collect` copies a demo's "
-                    "evaluation and significance from its artifacts, `uniret bench` writes results/bench/, and "
-                    "`render` makes the tables from those files.")
+    p = sub.add_parser("results", help=HELP, description=DESCRIPTION)
     actions = p.add_subparsers(dest="action", required=True)
     c = actions.add_parser("collect", help="results/demo.json, evaluate/ and significance/ from a demo's artifacts")
     c.add_argument("--artifacts", default="artifacts", help="the demo's artifacts folder (default: artifacts)")
