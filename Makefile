@@ -30,7 +30,7 @@ help:
 	@echo "make demo   - install, then run the whole DAG (dvc repro) on ../shared/data with the cpu profile"
 	@echo "make test   - install, then run the test suite"
 	@echo "make lint   - ruff"
-	@echo "make bench  - speed/size benchmarks (writes benchmarks/results/)"
+	@echo "make bench  - speed/size benchmarks (writes results/bench/)"
 	@echo "make image  - build the CPU image (podman, else docker), make image-gpu the CUDA one"
 	@echo "make dag-in-image - the tiny DAG with every task in the CPU image (kfp.local DockerRunner)"
 
@@ -70,7 +70,7 @@ pipeline: install
 
 # Container images, tagged from params.yaml `pipeline:`, built with podman (else docker) by
 # docker/build.sh. BASE_IMAGE=local: a Debian base made here by debootstrap (no registry needed);
-# elsewhere: make image BASE_IMAGE=python:3.11-slim-bookworm. See README "Containers".
+# elsewhere: make image BASE_IMAGE=python:3.11-slim-bookworm. See docs/deployment.md.
 BASE_IMAGE ?= local
 IMAGE_BUILD = UNIRET=$(BIN)/uniret PIP="$(BIN)/python -m pip" BASE_IMAGE=$(BASE_IMAGE) docker/build.sh
 

@@ -96,7 +96,7 @@ def dvc_project(shared_data):
         repo.mkdir(parents=True)
         for name in ("dvc.yaml", "params.yaml"):
             shutil.copy(REPO / name, repo / name)
-        for tree in ("src", "recipes", "benchmarks/expected"):
+        for tree in ("src", "recipes", "expected"):
             shutil.copytree(REPO / tree, repo / tree, ignore=shutil.ignore_patterns("__pycache__"))
         params = yaml.safe_load((repo / "params.yaml").read_text())
         params["profile"] = "tiny"

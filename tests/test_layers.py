@@ -87,6 +87,24 @@ def package_imports(src: Path = SRC) -> dict[tuple[str, str], list[str]]:
     return dict(edges)
 
 
+def module_imports(src: Path = SRC) -> dict[tuple[str, str], list[str]]:
+    """{(importing module, imported module): [imported name, ...]} between modules of uniret, a lazy
+    import inside a function included. A name resolves to the longest module path it starts with."""
+    modules = {_module_name(path, src): path for path in src.rglob("*.py")}
+    edges: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for module, path in sorted(modules.items()):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            for name in _imported(node, module, path.name == "__init__.py"):
+                parts = name.split(".")
+                while parts and ".".join(parts) not in modules:
+                    parts.pop()
+                target = ".".join(parts)
+                if target and target != module and name not in edges[module, target]:
+                    edges[module, target].append(name)
+    return dict(edges)
+
+
 def layer_of(package: str) -> int:
     for i, (_, members) in enumerate(LAYERS):
         if package in members:
@@ -158,6 +176,14 @@ def test_no_import_cycles_between_packages(edges):
     assert _cycles(edges) == [], "import cycles between packages (see test_layers.LAYERS for the order)"
 
 
+def test_no_import_cycles_between_modules():
+    """Inside a package too: two modules that need each other (even through an import inside a
+    function, which only hides the cycle until both are loaded) are one module, or need a third."""
+    found = module_imports()
+    assert found, f"no imports between modules found under {SRC}"
+    assert _cycles(found) == [], "import cycles between modules"
+
+
 def test_domain_packages_do_not_import_entry_points(edges):
     bad = sorted((a, b) for a, b in edges if a in DOMAIN and b in ENTRY_POINTS)
     assert not bad, "domain packages importing stages/entry points:\n" + _show(edges, bad)
@@ -179,6 +205,18 @@ def test_the_graph_reader_sees_relative_and_lazy_imports(tmp_path):
     found = package_imports(pkg)
     assert set(found) == {("a", "b"), ("b", "a")}
     assert _cycles(found) == [["a", "b"]]
+
+
+def test_the_module_reader_sees_a_cycle_inside_one_package_through_a_lazy_import(tmp_path):
+    pkg = tmp_path / "uniret" / "a"
+    pkg.mkdir(parents=True)
+    for init in (pkg.parent / "__init__.py", pkg / "__init__.py"):
+        init.write_text("")
+    (pkg / "x.py").write_text("from uniret.a.y import g\n")
+    (pkg / "y.py").write_text("def g():\n    from .x import f\n")
+    (pkg / "z.py").write_text("import uniret.a.x\n")
+    found = module_imports(tmp_path / "uniret")
+    assert _cycles(found) == [["uniret.a.x", "uniret.a.y"]]
 
 
 @cache

@@ -26,6 +26,7 @@ COMMAND_MODULES = [
     "uniret.commands.recipes_cmd",
     "uniret.commands.export_cmd",
     "uniret.commands.significance_cmd",
+    "uniret.commands.results_cmd",
 ]
 
 # stages run by the command of the same name with --stage (`uniret bench --stage`): the command

@@ -17,7 +17,7 @@ def test_repo_params_use_readable_metric_names(repo_root):
 
     cfg = load_params(repo_root / "params.yaml", "cpu").section("evaluate")
     assert cfg.metrics == ["ndcg@10", "mrr@10", "recall@100", "recall@1000", "map"]
-    assert cfg.expected_scores == ["benchmarks/expected/bm25.yaml", "benchmarks/expected/hybrid.yaml"] and cfg.strict_expected is False
+    assert cfg.expected_scores == ["expected/bm25.yaml", "expected/hybrid.yaml"] and cfg.strict_expected is False
 
 
 @pytest.mark.parametrize(

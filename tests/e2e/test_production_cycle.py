@@ -257,7 +257,7 @@ def test_dvc_repro_and_kfp_local_write_the_same_metrics(tmp_path, repo_root, sha
     repo = tmp_path / "repo"
     repo.mkdir()
     shutil.copy(repo_root / "dvc.yaml", repo / "dvc.yaml")
-    for tree in ("src", "recipes", "benchmarks/expected"):
+    for tree in ("src", "recipes", "expected"):
         shutil.copytree(repo_root / tree, repo / tree, ignore=shutil.ignore_patterns("__pycache__"))
     params = _test_params(repo_root, shared_data)
     params["profile"] = PROFILE  # `uniret <stage>` under dvc takes the profile from params.yaml

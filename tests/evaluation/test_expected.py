@@ -95,7 +95,7 @@ def test_missing_reference_file(tmp_path):
 
 
 def test_repo_reference_holds_the_issue_values(repo_root):
-    ref = load_expected(repo_root / "benchmarks" / "expected" / "bm25.yaml")
+    ref = load_expected(repo_root / "expected" / "bm25.yaml")
     assert ref.system == "bm25" and ref.tolerance == 0.015
     ndcg = {d: v["ndcg@10"] for d, v in ref.scores.items()}
     assert ndcg == {"scifact": 0.676, "nfcorpus": 0.327, "cranfield": 0.352, "medline": 0.671, "npl": 0.445}

@@ -1,4 +1,4 @@
-"""The default recipe's expected scores (benchmarks/expected/hybrid.yaml): they name the mode the
+"""The default recipe's expected scores (expected/hybrid.yaml): they name the mode the
 default serves, they sit above BM25's references on every set (the claim the file records), and the
 evaluate stage's comparison flags a score outside the stated tolerance.
 
@@ -16,18 +16,18 @@ from uniret.registry.gate import resolve_gate_config
 
 @pytest.fixture(scope="module")
 def expected(repo_root):
-    return load_expected(repo_root / "benchmarks" / "expected" / "hybrid.yaml")
+    return load_expected(repo_root / "expected" / "hybrid.yaml")
 
 
 def test_expected_file_names_the_default_served_mode_and_is_checked_by_evaluate(repo_root, expected):
     params = load_params(repo_root / "params.yaml", "cpu")
     assert expected.system == resolve_gate_config(params).candidate_system
-    assert "benchmarks/expected/hybrid.yaml" in params.section("evaluate").expected_scores
+    assert "expected/hybrid.yaml" in params.section("evaluate").expected_scores
     assert set(expected.scores) == set(params.section("data").eval_datasets)
 
 
 def test_default_expected_scores_beat_bm25_references(repo_root, expected):
-    bm25 = load_expected(repo_root / "benchmarks" / "expected" / "bm25.yaml")
+    bm25 = load_expected(repo_root / "expected" / "bm25.yaml")
     for dataset, refs in expected.scores.items():
         assert refs["ndcg@10"] > bm25.scores[dataset]["ndcg@10"] + bm25.tolerance, dataset
 

@@ -94,7 +94,7 @@ def test_int8_document_encodings_depend_on_their_batch_and_share_sessions_across
     assert not np.array_equal(together.sparse.toarray(), alone.sparse.toarray())
     fresh = OnnxEncoder(onnx_dir, batch8.tokenizer, 1, 32, 96, 1)
     assert np.array_equal(fresh.encode(DOCS, False).sparse.toarray(), alone.sparse.toarray())
-    # corpus passes feed many shapes: the document session plans no memory per shape (README)
+    # corpus passes feed many shapes: the document session plans no memory per shape (E26)
     assert batch8.session(False).get_session_options().enable_mem_pattern is False
     assert batch8.session(True).get_session_options().enable_mem_pattern is True
     assert batch8.session(False).get_session_options().enable_cpu_mem_arena is True

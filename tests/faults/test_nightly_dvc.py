@@ -59,8 +59,8 @@ def _nightly(repo: Path, env: dict) -> subprocess.CompletedProcess:
 
 
 def test_nightly_runs_dvc_repro_gate_promote_report_and_the_report_failure_branch(project):
-    from uniret.registry.integrity import verify_registry
     from uniret.registry.pointer import read_pointer
+    from uniret.registry.verify import verify_registry
 
     repo, env = project
     first = _nightly(repo, env)

@@ -9,8 +9,8 @@ import stat
 
 import pytest
 
+from uniret.lexical.jar import anserini_jar
 from uniret.lexical.java_helpers import CACHE_ENV, DISABLE_ENV, helper_classpath
-from uniret.lexical.jvm import anserini_jar
 
 
 @pytest.fixture

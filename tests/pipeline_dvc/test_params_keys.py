@@ -45,7 +45,7 @@ def recorded(tmp_path_factory, shared_data):
     repo.mkdir()
     for name in ("dvc.yaml", "params.yaml"):
         shutil.copy(root / name, repo / name)
-    for tree in ("src", "recipes", "benchmarks/expected"):
+    for tree in ("src", "recipes", "expected"):
         shutil.copytree(root / tree, repo / tree, ignore=shutil.ignore_patterns("__pycache__"))
     _edit(repo, "data.root", str(shared_data))
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)

@@ -11,7 +11,7 @@ import pytest
 
 from uniret.cli import main
 from uniret.registry.errors import RegistryError
-from uniret.registry.integrity import verify_registry
+from uniret.registry.verify import verify_registry
 from uniret.registry.pointer import BUNDLES, POINTER, read_pointer
 from uniret.registry.promotion import promote, rollback
 from uniret.registry.retention import PRUNED_PREFIX, prune

@@ -188,12 +188,12 @@ def test_strict_reference_miss_fails_the_stage_and_keeps_old_outputs(tiny_ctx, u
 
 def test_missing_reference_file_fails_before_any_work(tiny_ctx, upstream):
     # Unsliced data: the reference check will run, so a missing file fails before any encoding.
-    ctx = _unsliced(tiny_ctx, evaluate={"expected_scores": ["benchmarks/expected/nope.yaml"]})
+    ctx = _unsliced(tiny_ctx, evaluate={"expected_scores": ["expected/nope.yaml"]})
     with pytest.raises(FileNotFoundError, match="nope.yaml"):
         evaluate.run(ctx)
     assert not ctx.stage_dir("evaluate").exists()
     # Sliced data (tiny): the check is skipped, so the missing file does not matter.
-    sliced = _with(tiny_ctx, evaluate={"expected_scores": ["benchmarks/expected/nope.yaml"]})
+    sliced = _with(tiny_ctx, evaluate={"expected_scores": ["expected/nope.yaml"]})
     assert evaluate.run(sliced)["expected"]["status"] == "skipped"
 
 

@@ -1,5 +1,5 @@
 """Slow: the real validate -> bm25 -> evaluate on the whole eval datasets (cpu profile) must land
-within tolerance of the independent BM25 references in benchmarks/expected/bm25.yaml."""
+within tolerance of the independent BM25 references in expected/bm25.yaml."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from uniret.stages import run_stage
 def test_bm25_scores_match_references_on_full_data(repo_root, shared_data, tmp_path):
     ctx = make_context(repo_root / "params.yaml", "cpu", str(shared_data), tmp_path / "artifacts")
     ctx.params.raw["evaluate"]["sources"] = ["bm25"]  # no model sources: they would encode 22k docs
-    reference_path = repo_root / "benchmarks" / "expected" / "bm25.yaml"
+    reference_path = repo_root / "expected" / "bm25.yaml"
     reference = load_expected(reference_path)
     assert set(reference.scores) <= set(ctx.params.section("data").eval_datasets)
 

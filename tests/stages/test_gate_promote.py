@@ -10,8 +10,8 @@ import yaml
 
 from uniret.config import load_params
 from uniret.registry.bundles import read_manifest
-from uniret.registry.integrity import verify_registry
 from uniret.registry.pointer import read_pointer
+from uniret.registry.verify import verify_registry
 from uniret.runtime import make_context
 from uniret.runtime import read_manifest as read_stage_manifest
 from uniret.stages import gate as gate_stage

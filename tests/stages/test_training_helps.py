@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 
 # Measured on this slice (2026-11-23): untrained -> trained nDCG@10 of `hybrid` 0.7562 -> 0.7621
 # (+0.006), of the dense head 0.7451 -> 0.7615 (+0.016); the lexicon head fell 0.6709 -> 0.6523
-# (the same direction as the cpu-profile run, README "The default recipe"). Seeded CPU training is
+# (the same direction as the cpu-profile run: docs/experiments.md, E04). Seeded CPU training is
 # deterministic on one machine; the margins leave room for another machine's BLAS round-off only.
 MARGIN = 0.005
 DENSE_MARGIN = 0.01

@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", default=None, help="data root (default: as the stages resolve it)")
     parser.add_argument("--lengths", type=int, nargs="+", default=[128, 256, 512])
     parser.add_argument("--extra-docs", type=int, default=500, help="random non-judged documents added")
-    parser.add_argument("--out", default="benchmarks/results")
+    parser.add_argument("--out", default="lab/results")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     params = load_params(args.params, args.profile)

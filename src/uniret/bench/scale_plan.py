@@ -1,7 +1,7 @@
 """The MS MARCO scale plan's figures, computed from measured encoding speed and stated assumptions.
 
-    python -m uniret.bench.scale_plan --encoding benchmarks/results/scale/encoding.json \
-        --out benchmarks/results/scale
+    python -m uniret.bench.scale_plan --encoding results/scale/encoding.json \
+        --out results/scale
 
 Reads the docs/s per CPU core that `python -m uniret.bench.encoding --threads 1` measured (with the
 mean tokens per document of the measured slice) and writes plan.json / plan.md: CPU core-hours
@@ -40,7 +40,7 @@ class Assumptions:
     hnsw_m: int = 32
     pq_m: int = 16
     pq_nbits: int = 8
-    impact_bytes_per_term: float = 613.12 / 251.26  # measured: benchmarks/results/bench.md (SciFact bundle)
+    impact_bytes_per_term: float = 613.12 / 251.26  # measured: results/bench/bench.md (SciFact bundle)
     terms_per_doc: float = 120.0  # a trained FLOPS-regularised passage (SPLADE reports ~100-150; assumed)
 
 
@@ -125,10 +125,10 @@ def render(p: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point (see the module docstring)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--encoding", default="benchmarks/results/scale/encoding.json")
+    ap.add_argument("--encoding", default="results/scale/encoding.json")
     ap.add_argument("--tokens", nargs="*", default=[],
                     help="mean tokens per measured doc at each max length, as LEN=TOKENS")
-    ap.add_argument("--out", default="benchmarks/results/scale")
+    ap.add_argument("--out", default="results/scale")
     args = ap.parse_args(argv)
     encoding = json.loads(Path(args.encoding).read_text(encoding="utf-8"))
     tokens = dict(item.split("=") for item in args.tokens)

@@ -13,6 +13,7 @@ __all__ = [
     "pipeline_cmd",
     "recipes_cmd",
     "registry_cmd",
+    "results_cmd",
     "serve_cmd",
     "significance_cmd",
 ]

@@ -1,4 +1,4 @@
-"""`uniret bench`: speed and size benchmarks of a bundle -> benchmarks/results/bench.{json,md}."""
+"""`uniret bench`: speed and size benchmarks of a bundle -> results/bench/bench.{json,md}."""
 
 from __future__ import annotations
 

@@ -67,7 +67,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from uniret.registry.integrity import verify_registry
+    from uniret.registry.verify import verify_registry
 
     _, root = _setup(args)
     report = verify_registry(root)

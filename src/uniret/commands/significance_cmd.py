@@ -12,6 +12,7 @@ def _run(args: argparse.Namespace) -> int:
     from uniret.config.params import load_params
     from uniret.evaluation.compare_systems import (
         compare_evaluated,
+        comparison_doc,
         datasets_of,
         macro_groups,
         render_comparison,
@@ -27,8 +28,8 @@ def _run(args: argparse.Namespace) -> int:
                                 args.resamples, args.seed)
     print(render_comparison(results, args.a, args.b, args.metric), end="")
     if args.out:
-        atomic_write_json(Path(args.out), {"a": args.a, "b": args.b, "metric": args.metric, "evaluated": shown_path(evaluated, Path.cwd()),
-                                           "results": {n: r.as_dict() for n, r in results.items()}})
+        atomic_write_json(Path(args.out), comparison_doc(args.a, args.b, args.metric, shown_path(evaluated, Path.cwd()),
+                                                         results))
     return 0
 
 

@@ -39,8 +39,7 @@ class RecipePlan:
     # retriever is fine-tuned gently. warmup_steps scale with max_steps unless given.
     train: dict[str, dict[str, Any]] = field(default_factory=dict)
     # per-stage training document length for this recipe, overriding training.<stage>.doc_max_length
-    # (e.g. {continual: 256}: one stage trains at the length the index encodes; README, "Training
-    # at the index's document length", measured what that buys the hybrid recipe on 2 cores)
+    # (e.g. {continual: 256}: one stage trains at the length the index encodes; why not by default: E30)
     train_doc_length: dict[str, int] = field(default_factory=dict)
 
     def validate(self) -> None:
@@ -135,7 +134,7 @@ class MineConfig:
     # doc_max_length): negatives need a good ranking, not the best one, and encoding dominates
     doc_max_length: int | None = None
     # autocast of the mining pass (config.training.Amp): "native" encodes in bf16 where the CPU
-    # multiplies bf16 natively (about 2x faster on 2 cores; dev README), "off" in fp32
+    # multiplies bf16 natively (about 2x faster on 2 cores), "off" in fp32 (why off: E18)
     amp: Amp = "off"
 
     def validate(self) -> None:

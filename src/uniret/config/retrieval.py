@@ -64,14 +64,12 @@ class FusionConfig:
     # bundle records weights learned on the dev split (index stage, `index.fusion`)
     # hybrid_bm25: the same over `runs` + BM25 as one more signal
     alpha: float = 0.5
-    # hybrid_bm25's BM25 signal: plain BM25, or BM25 with RM3 expansion (bm25.rm3; README, "RM3");
+    # hybrid_bm25's BM25 signal: plain BM25, or BM25 with RM3 expansion (bm25.rm3; why bm25: E24);
     # bundles built before this setting existed fuse plain BM25 (retrieval.bundle)
     bm25_signal: Literal["bm25", "bm25_rm3"] = "bm25"
     rrf_k: int = 60  # Cormack et al. 2009
     depth: int = 1000  # docs taken from each fused run
-    # docs taken from BM25's run. Lucene pays per returned hit (stored docid + a JNI call): measured
-    # 19 ms at 1000 vs 7 ms at 100 per query, hybrid_bm25 37 -> 19 ms p50. At 100 the dev nDCG@10 is
-    # the same (0.557) but NPL's test recall@100 drops 0.702 -> 0.682, so the default keeps 1000.
+    # docs taken from BM25's run; 100 is faster at the same dev score but costs NPL recall (why 1000: E20)
     bm25_depth: int = 1000
     # hybrid_fast: the runs it fuses (no transformer on the query path) and the docs taken from each
     fast_runs: list[str] = field(default_factory=lambda: ["bm25", "lexical_static", "dense_static"])

@@ -179,7 +179,7 @@ class BenchConfig:
     top_n: list[int | None] = field(default_factory=lambda: [4, 8, 16, 32, 64, 128, None])  # None: all terms
     threads: int = 2  # Lucene search threads, onnxruntime intra-op threads and torch threads
     http: HttpBenchConfig
-    out_dir: str = "benchmarks/results"  # relative to the params file's folder
+    out_dir: str = "results/bench"  # relative to the params file's folder
     stage: BenchStageConfig  # the DAG stage's shorter run
     growth: GrowthConfig = field(default_factory=GrowthConfig)
     targets: BenchTargets = field(default_factory=BenchTargets)

@@ -85,3 +85,9 @@ def render_comparison(results: dict[str, PairedComparison], a: str, b: str, metr
         lines.append(f"| {name} | {queries} | {mean_a:.4f} | {mean_b:.4f} | {r.diff:+.4f} | "
                      f"{r.ci_low:+.4f} .. {r.ci_high:+.4f} | {100 * r.share_not_better:.1f}% |")
     return "\n".join(lines) + "\n"
+
+
+def comparison_doc(a: str, b: str, metric: str, evaluated: str, results: dict[str, PairedComparison]) -> dict:
+    """The JSON document of one comparison (`uniret significance --out`, results/significance/)."""
+    return {"a": a, "b": b, "metric": metric, "evaluated": evaluated,
+            "results": {n: r.as_dict() for n, r in results.items()}}

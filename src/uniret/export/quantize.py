@@ -9,7 +9,7 @@ so serving (OnnxEncoder picks it up) never runs a graph that ranks differently.
 
 The document graph (doc.int8.onnx, for the corpus passes of index and evaluate) is held to its own,
 looser bounds (`index.export.quantize_docs`), chosen from a dev-split measurement of what int8
-documents cost in nDCG@10 (README, "int8 corpus encoding").
+documents cost in nDCG@10 (experiment log, E08).
 """
 
 from __future__ import annotations
@@ -112,8 +112,8 @@ def quantize_doc_encoder(onnx_dir: str | Path, reference: OnnxEncoder | Remember
     top-10 overlap of real queries over them, both within `cfg`); corpus passes then encode with it.
 
     Its bounds are looser than the query graph's: a document's int8 encoding is compared through the
-    rankings it produces, and what the bound must guarantee was measured on a dev split (README,
-    "int8 corpus encoding"). Never raises on a miss: the fp32 graph then encodes the corpus.
+    rankings it produces, and what the bound must guarantee was measured on a dev split (E08).
+    Never raises on a miss: the fp32 graph then encodes the corpus.
     """
     if not cfg.enabled:
         return {"enabled": False, "used": False, "reason": "disabled (index.export.quantize_docs.enabled)"}

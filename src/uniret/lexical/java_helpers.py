@@ -79,7 +79,7 @@ def helper_classpath(jar: Path) -> Path | None:
 
 def main() -> int:
     """Compile the helpers now (image builds); exit 1 if they could not be compiled."""
-    from uniret.lexical.jvm import anserini_jar
+    from uniret.lexical.jar import anserini_jar
 
     logging.basicConfig(level=logging.INFO)
     target = helper_classpath(anserini_jar())

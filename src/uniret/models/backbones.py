@@ -109,8 +109,7 @@ def eager_attention(model: torch.nn.Module) -> Iterator[None]:
 
     For ONNX export: traced SDPA (the default) becomes a softmax wrapped in Where(IsNaN(...)) per
     layer, elementwise passes over the [batch, heads, L, L] scores that the eager form does not
-    have; the eager graph encodes documents faster with the same outputs (README, "The exported
-    graphs' form"). The switch goes through each distinct config the modules read at run time (whole
+    have; the eager graph encodes documents faster with the same outputs (E21). The switch goes through each distinct config the modules read at run time (whole
     backbones, and layers taken out of one, as UnifieR's shared/dense/lexicon stacks are)."""
     configs = {id(c): c for m in model.modules() if isinstance(c := getattr(m, "config", None), PretrainedConfig)}
     previous = {key: config._attn_implementation for key, config in configs.items()}

@@ -2,7 +2,7 @@
 
 UnifieR (3.2) shares the lower transformer layers between its dense and lexicon modules. On a
 CPU budget the shared 2-layer SPLADE-tiny backbone leaves the dense head untrained ([CLS] of a
-model never trained for it: 0.25 nDCG@10 on SciFact after the whole cpu DAG, README), while two
+model never trained for it: 0.25 nDCG@10 on SciFact after the whole cpu DAG: E01, E04), while two
 pretrained retrievers exist: all-MiniLM-L6-v2 (dense, mean pooling, cosine) and SPLADE-tiny
 (lexicon, MLM head over the BERT vocabulary). Both use the same bert-base-uncased WordPiece
 vocabulary, so one tokenizer feeds both and the pair is one RetrievalEncoder: everything built
@@ -11,7 +11,7 @@ distillation, ONNX export, uni-retrieval and fusion) works unchanged. theta_ctx 
 shared (UnifieR's "w/o shared" ablation direction, traded for two pretrained starting points).
 The other way round, a vocabulary head on MiniLM's own layers distilled from SPLADE-tiny, was
 measured too: its fusion with MiniLM starts 0.017 below the pair's on dev, and it encodes no faster
-(benchmarks/shared_lexicon.py, README).
+(E31).
 """
 
 from __future__ import annotations

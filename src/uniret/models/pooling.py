@@ -101,7 +101,7 @@ def quantizable_vocab_projection(model: nn.Module):
     The eager form multiplies W @ states^T (vocabulary slices first, the layout the max over tokens
     reads fastest), but a graph with the weight as the FIRST operand is left in fp32 by ONNX
     Runtime's dynamic quantiser, and that 30,522-wide GEMM was a third of the int8 document graph's
-    time (README, "The exported graphs' form"). The checkpoint is untouched (no state_dict entry)."""
+    time (E21). The checkpoint is untouched (no state_dict entry)."""
     decoders = [head[1] for head in map(_linear_head, model.modules()) if head is not None]
     added = []
     for decoder in decoders:
@@ -166,7 +166,7 @@ def _active_entries_pool(transform, decoder: nn.Linear, hidden: torch.Tensor, ke
     arg-max token, and only the active entries (a few hundred per text, of 30,522) are recomputed
     as differentiable dot products W_v . s_argmax + b_v. Measured on the pair model's lexicon at
     its training shape (8 queries, 32 documents x 128 tokens, 2 cores): 884 -> 454 ms per forward +
-    backward (benchmarks/train_step.py).
+    backward (E19).
     """
     states = fill_padding(transform(hidden), keep)
     with torch.no_grad():

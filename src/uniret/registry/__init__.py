@@ -21,7 +21,7 @@ _EXPORTS = {
     "production_ref": "gate",
     "resolve_gate_config": "gate",
     "verify_bundle": "integrity",
-    "verify_registry": "integrity",
+    "verify_registry": "verify",
     "build_lineage": "lineage",
     "BUNDLES": "pointer",
     "POINTER": "pointer",

@@ -7,7 +7,6 @@ extra file, or without the list, fails verification and is never served.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from uniret.registry.errors import RegistryError
@@ -65,53 +64,3 @@ def verify_bundle(bundle: str | Path) -> int:
     if problems:
         raise IntegrityError(f"{bundle.name}: failed verification ({'; '.join(problems)})")
     return len(sums)
-
-
-@dataclass
-class RegistryReport:
-    """Outcome of `uniret registry verify`: one line per bundle, and the pointer's problems."""
-
-    bundles: dict[str, str] = field(default_factory=dict)  # version -> "ok (N files)" or the failure
-    pointer: list[str] = field(default_factory=list)  # problems of production.json
-
-    @property
-    def ok(self) -> bool:
-        return not self.pointer and all(v.startswith("ok") for v in self.bundles.values())
-
-    def lines(self) -> list[str]:
-        out = [f"{version}: {status}" for version, status in self.bundles.items()]
-        out += [f"production.json: {p}" for p in self.pointer] or ["production.json: ok"]
-        out.append("registry: ok" if self.ok else "registry: FAILED verification")
-        return out
-
-
-def verify_registry(root: str | Path) -> RegistryReport:
-    """Verify every published bundle and the production pointer (it and its history must name
-    published bundles that pass verification)."""
-    from uniret.registry.pointer import BUNDLES, read_pointer
-
-    root = Path(root)
-    report = RegistryReport()
-    bundles = root / BUNDLES
-    for path in sorted(bundles.iterdir()) if bundles.is_dir() else []:
-        if path.name.startswith(".") or not path.is_dir():
-            continue
-        try:
-            report.bundles[path.name] = f"ok ({verify_bundle(path)} files)"
-        except IntegrityError as exc:
-            report.bundles[path.name] = f"FAILED: {exc}"
-    try:
-        pointer = read_pointer(root)
-    except RegistryError as exc:
-        report.pointer.append(str(exc))
-        return report
-    entries = [pointer, *pointer.get("history", [])] if pointer else []
-    for entry in entries:
-        version = entry.get("version") if isinstance(entry, dict) else None
-        if not isinstance(version, str) or version not in report.bundles:
-            report.pointer.append(f"names {version!r}, which is not a published bundle")
-        elif entry.get("bundle") != f"{BUNDLES}/{version}":
-            report.pointer.append(f"entry {version!r} points at {entry.get('bundle')!r}, not {BUNDLES}/{version}")
-        elif not report.bundles[version].startswith("ok"):
-            report.pointer.append(f"names {version!r}, which fails verification")
-    return report

@@ -26,16 +26,14 @@ DOC_INT8_FILE = "doc.int8.onnx"  # int8 document graph for corpus passes, when i
 def _session(path: Path, threads: int | None, memory_pattern: bool = True, cpu_arena: bool = True
              ) -> ort.InferenceSession:
     """An ONNX Runtime session of `path`; `memory_pattern` False for graphs fed many input shapes;
-    `cpu_arena` False only to measure it (off, corpus passes run a third slower; README)."""
+    `cpu_arena` False only to measure it (off, corpus passes run a third slower: E26)."""
     opts = ort.SessionOptions()
     opts.enable_cpu_mem_arena = cpu_arena
     opts.log_severity_level = 3  # warnings about unused initialisers etc. are noise here
     if threads:
         opts.intra_op_num_threads = threads
-    # ONNX Runtime plans one memory block per input shape and keeps it in its CPU arena. A corpus
-    # pass feeds every padded length once (length-sorted batches), so the arena grew with each new
-    # shape: 1,200 NFCorpus documents through the int8 document graph peaked at 4.3 GB with the
-    # pattern, 2.1 GB without, at the same docs/s (benchmarks/encoding_batch.py --arena; README).
+    # ONNX Runtime plans one memory block per input shape and keeps it in its CPU arena; a corpus pass
+    # feeds a new padded length almost every batch, so documents go without the pattern (why: E26)
     opts.enable_mem_pattern = memory_pattern
     # No busy-waiting between ops: spinning intra-op threads fight concurrent requests and other
     # processes for the cores (batch-1 queries on a busy 2-core box: p50 16.6 -> 7.9 ms).

@@ -1,4 +1,27 @@
-"""The FastAPI app: /search, /healthz, /readyz, /metrics and an authenticated /admin/reload.
+"""The FastAPI app that `uniret serve` runs: search the production bundle over HTTP.
+
+Endpoints (JSON unless said otherwise):
+
+    POST /search        {"query": str, "mode": str | null, "k": int} -> {"query", "mode", "k", "version",
+                        "took_ms", "results": [{"doc_id", "score"}, ...]} best first. mode: one the
+                        bundle offers (null: its recipe's serve_mode, or serve.default_mode); k in
+                        1..serve.max_k; the query at most serve.max_query_chars. 400 unknown mode or not JSON,
+                        413 body over serve.max_body_bytes, 422 bad field, 503 no bundle yet, 504 timeout.
+    GET  /healthz       {"status": "ok"} while the process lives.
+    GET  /readyz        200 {"status": "ready", "bundle": {version, path, modes, default_mode,
+                        loaded_at}} once a bundle is live, 503 before.
+    GET  /metrics       Prometheus text: requests and latency per mode and status, in-flight, reloads.
+    POST /admin/reload  header `Authorization: Bearer $UNIRET_ADMIN_TOKEN`; body optional:
+                        {"bundle": folder under <registry>/bundles} or {"version": the production
+                        version expected}; none: production.json's bundle. 200 with the new bundle;
+                        401/403 token, 409 path or version refused, 422 the bundle failed to load or
+                        its probe (the old one keeps serving).
+
+For example:
+
+    curl -s localhost:8000/search -H 'content-type: application/json' \\
+         -d '{"query": "vitamin D and bone density", "k": 10}'
+    curl -s -X POST localhost:8000/admin/reload -H "authorization: Bearer $UNIRET_ADMIN_TOKEN"
 
 Searches run on a bounded pool of `serve.threads` threads (persistent, so the JVM attaches each
 once); reloads run on their own single thread so a slow load never blocks searches. No

@@ -21,6 +21,7 @@ from typing import Any
 
 from uniret.config.sections import Bm25Config, DataConfig
 from uniret.core.runs import write_run
+from uniret.core.stage_files import BM25_INDEXES, DEV_QRELS, DEV_RUNS, TRAIN_RUN  # noqa: F401  (read by later stages)
 from uniret.data.beir import BeirDataset, write_qrels
 from uniret.data.dev_split import split_qrels
 from uniret.data.negatives import sample_negatives, write_negatives
@@ -32,12 +33,9 @@ log = logging.getLogger("uniret.stages.bm25")
 
 STAGE = "bm25"
 RUN_TAG = "bm25"
-INDEXES = "indexes"
+INDEXES = BM25_INDEXES
 RUNS = "runs"
-TRAIN_RUN = "train_run.trec"
 NEGATIVES = "negatives.jsonl"
-DEV_QRELS = "dev_qrels.tsv"
-DEV_RUNS = "dev_runs"
 
 
 def datasets_in_use(data: DataConfig) -> list[str]:

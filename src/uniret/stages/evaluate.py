@@ -7,7 +7,7 @@ registered run source (uniret.evaluation.sources), then writes under artifacts/e
   metrics.md     the same as a markdown table
   per_query/<system>/<dataset>.json   {query: {metric: v}}
   runs/<system>/<dataset>.trec        for sources whose runs are not kept upstream
-The manifest records which sources ran and the expected-score check (benchmarks/expected).
+The manifest records which sources ran and the expected-score check (expected).
 """
 
 from __future__ import annotations

@@ -18,10 +18,11 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from uniret.config.modes import BM25_SIGNALS, FUSION_MODES  # FUSION_MODES: weights learned on the dev split
 from uniret.config.retrieval import IndexConfig, RetrievalConfig
 from uniret.core.errors import StageFailed
+from uniret.core.stage_files import BM25_INDEXES
 from uniret.data.beir import BeirDataset
+from uniret.evaluation.fusion_learning import learn_fusion
 from uniret.export.onnx import export_encoders
 from uniret.export.parity import RememberingEncoder, check_parity
 from uniret.export.quantize import quantize_doc_encoder, quantize_query_encoder
@@ -42,7 +43,6 @@ BUNDLE = "bundle"
 MODEL_DIR = "model"
 # "auto" takes the most trained checkpoint available
 SOURCE_ORDER = ("distill", "continual", "warmup")
-BM25_INDEXES = "indexes"  # artifacts/bm25/indexes/<dataset> (uniret.stages.bm25)
 
 
 def find_checkpoint(ctx: StageContext, source: str) -> tuple[str, Path]:
@@ -119,96 +119,6 @@ def _corpus_encoding(ctx: StageContext, key: str | None, dataset: BeirDataset, d
     return encoded, timing.get("seconds")
 
 
-
-
-def _tuning_runs(queries: dict[str, str], docids: list[str], encoded, encoder, rcfg: RetrievalConfig,
-                 heads: list[str], bm25_run, bm25_index: Path, bm25_cfg, static=None) -> dict[str, Any]:
-    """{mode: dev run} of the fused heads (exact in-memory search over `encoded`), BM25 (the bm25
-    stage's run) and, when a fusion takes it, BM25 with RM3 (searched here in `bm25_index`)."""
-    from uniret.core.runs import ranked
-    from uniret.retrieval.base import encode_queries
-    from uniret.retrieval.bm25 import Bm25ModeSearcher
-    from uniret.retrieval.modes import build_searchers, memory_corpus_index
-
-    searchers = build_searchers(memory_corpus_index(docids, encoded, rcfg, static_query=static), rcfg, encoder,
-                                modes=[h for h in heads if h not in BM25_SIGNALS])
-    batch = encode_queries(queries, encoder)
-    runs = {m: s.search_batch(batch, rcfg.fusion.depth_of(m)) for m, s in searchers.items()}
-    runs["bm25"] = {q: dict(ranked(bm25_run.get(q, {}), rcfg.fusion.depth_of("bm25"))) for q in queries}
-    if "bm25_rm3" in heads:
-        rm3 = Bm25ModeSearcher(bm25_index, bm25_cfg, rm3=True)
-        try:
-            runs["bm25_rm3"] = rm3.search_batch(batch, rcfg.fusion.depth_of("bm25_rm3"))
-        finally:
-            rm3.close()
-    return runs
-
-
-def _learn_fusion(ctx: StageContext, cfg: IndexConfig, rcfg: RetrievalConfig, dataset: BeirDataset,
-                  docids: list[str], encoded, encoder, cache_key: str | None, static=None) -> dict[str, Any] | None:
-    """Weights of each fusion mode learned on the dev splits (never a test split).
-
-    Tuning sets: the dev carve of the train dataset (bm25 stage: dev_qrels.tsv; its BM25 run is in
-    train_run.trec) and the `data.dev.split` of each of `data.dev.datasets` (bm25 stage:
-    dev_runs/). Dense and lexical runs come from exact in-memory search over the bundle's own
-    encodings (the same quantized impacts as the Lucene index); another dataset's corpus is encoded
-    by the bundle's ONNX encoder into the encoding cache, where the evaluate stage finds it.
-    """
-    from uniret.core.runs import read_run
-    from uniret.data.beir import read_qrels
-    from uniret.evaluation.fusion_tuning import TuningSet, learn_fusion_weights
-    from uniret.retrieval.corpus_cache import cached_corpus_encoding
-    from uniret.retrieval.modes import fused_runs
-    from uniret.stages.bm25 import DEV_QRELS, DEV_RUNS, TRAIN_RUN
-
-    data = ctx.params.section("data")
-    # a fusion needs every head it fuses: a dense-only model (led, clear, aggretriever) has no lexicon
-    have = {"dense": encoded.dense is not None, "lexical": encoded.sparse is not None, **dict.fromkeys(BM25_SIGNALS, True),
-            "dense_static": static is not None and encoded.dense is not None,
-            "lexical_static": static is not None and encoded.sparse is not None}
-    modes = [m for m in FUSION_MODES if m in rcfg.modes and all(have.get(r, False) for r in fused_runs(m, rcfg))]
-    dev_path = ctx.require("bm25") / DEV_QRELS
-    if not cfg.fusion.enabled or not modes or not dev_path.is_file():
-        return None
-    # every fused run but the bm25 stage's own (bm25_rm3, when fused, is searched by _tuning_runs)
-    heads = sorted({m for mode in modes for m in fused_runs(mode, rcfg)} - {"bm25"})
-    bm25_cfg = ctx.params.section("bm25")
-    bm25_indexes = ctx.require("bm25") / BM25_INDEXES
-    sets: list[tuple[str, dict, dict[str, Any]]] = []  # (name, qrels, runs)
-    qrels = read_qrels(dev_path)
-    queries = {q: t for q, t in dataset.split_queries(data.train_split).items() if q in qrels}
-    if queries:
-        train_run = read_run(ctx.require("bm25") / TRAIN_RUN)
-        sets.append((dataset.name, qrels, _tuning_runs(queries, docids, encoded, encoder, rcfg, heads, train_run,
-                                                        bm25_indexes / dataset.name, bm25_cfg, static)))
-    cache_root = ctx.artifacts / ctx.params.section("encoding").cache_dir
-    for name in (n for n in data.dev.datasets if n in data.eval_datasets):  # the bm25 stage ran only these
-        other = ctx.dataset(name)
-        docs = list(other.iter_corpus())
-        other_ids = [d.id for d in docs]
-        encode = lambda docs=docs: encoder.encode([d.contents for d in docs], is_query=False)  # noqa: E731
-        other_enc = (cached_corpus_encoding(cache_root, cache_key, other.corpus_path, other_ids, encode,
-                                            label=f"index/{name}") if cache_key else encode())
-        bm25_run = read_run(ctx.require("bm25") / DEV_RUNS / f"{name}.trec")
-        sets.append((f"{name}/{data.dev.split}", other.qrels(data.dev.split),
-                     _tuning_runs(other.split_queries(data.dev.split), other_ids, other_enc, encoder, rcfg, heads,
-                                  bm25_run, bm25_indexes / name, bm25_cfg, static)))
-    if not sets:
-        return None
-    out: dict[str, Any] = {"sets": {n: len(q) for n, q, _ in sets}, "metric": cfg.fusion.metric,
-                           "grid_step": cfg.fusion.grid_step, "modes": {}}
-    for mode in modes:
-        names = fused_runs(mode, rcfg)
-        choice = learn_fusion_weights([TuningSet(n, [runs[m] for m in names], q) for n, q, runs in sets],
-                                      cfg.fusion.grid_step, cfg.fusion.metric)
-        out["modes"][mode] = {"runs": names, "weights": choice.weights, "dev_score": round(choice.score, 5),
-                              "dev_single": dict(zip(names, [round(x, 5) for x in choice.single_scores], strict=True))}
-        log.info("index: %s weights %s on dev sets %s: %s %.4f (single runs %s)", mode,
-                 dict(zip(names, choice.weights, strict=True)), out["sets"], cfg.fusion.metric, choice.score,
-                 out["modes"][mode]["dev_single"])
-    return out
-
-
 def _static_query(ctx: StageContext, cfg: IndexConfig, model, tokenizer, dataset: BeirDataset, docs: list,
                   bundle: Path, qlen: int, dlen: int):
     """Build and write the bundle's static/ query tables (None when disabled); returns the encoder."""
@@ -266,7 +176,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
                                       cfg.export.parity)
         int8_docs = quantize_doc_encoder(bundle / ONNX_DIR, reference, *parity_texts, cfg.export.quantize_docs)
         # the checks' sessions and arenas (the fp32 document graph's, when int8 takes over) go before
-        # the corpus passes: held to the end they were this stage's peak RSS (README)
+        # the corpus passes: held to the end they were this stage's peak RSS (E27)
         del reference
         if int8_docs["used"]:  # corpus passes (here, fusion tuning, evaluate) encode with doc.int8.onnx
             onnx_enc = OnnxEncoder(bundle / ONNX_DIR, tokenizer, batch, qlen, dlen, query_file=onnx_enc.query_file)
@@ -295,7 +205,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
         )
         static, static_meta = (_static_query(ctx, cfg, model, tokenizer, dataset, docs, bundle, qlen, dlen)
                                if encoded.dense is not None else (None, None))
-        fusion = _learn_fusion(ctx, cfg, rcfg, dataset, [d.id for d in docs], encoded, onnx_enc, cache_key, static)
+        fusion = learn_fusion(ctx, cfg, rcfg, dataset, [d.id for d in docs], encoded, onnx_enc, cache_key, static)
         shutil.copytree(bm25_index, bundle / BM25_DIR)
         metrics.update(
             corpus_encoder=cfg.corpus_encoder,
