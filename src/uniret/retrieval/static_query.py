@@ -75,24 +75,24 @@ class StaticQueryEncoder:
                              "bundle's document encoder")
         ids = self.token_ids(texts)
         dense = np.zeros((len(ids), self.tower.shape[1]), dtype=np.float32)
-        rows, cols, vals = [], [], []
+        # the CSR is built from its own arrays: no COO conversion per query (serving encodes one at a time)
+        indptr = np.zeros(len(ids) + 1, dtype=np.int64)
+        cols: list[np.ndarray] = []
+        vals: list[np.ndarray] = []
         for i, tok in enumerate(ids):
-            if not len(tok):
-                continue
-            vec = self.tower[tok].sum(axis=0)
-            norm = float(np.linalg.norm(vec))
-            dense[i] = vec / norm if norm > 0 else vec
-            uniq = np.unique(tok)
-            weights = self.token_weights[uniq]
-            keep = weights > 0
-            rows.append(np.full(int(keep.sum()), i, dtype=np.int64))
-            cols.append(uniq[keep])
-            vals.append(weights[keep])
-        if rows:
-            sparse = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                                   shape=(len(ids), self.vocab_size), dtype=np.float32)
-        else:
-            sparse = sp.csr_matrix((len(ids), self.vocab_size), dtype=np.float32)
+            if len(tok):
+                vec = self.tower[tok].sum(axis=0)
+                norm = float(np.linalg.norm(vec))
+                dense[i] = vec / norm if norm > 0 else vec
+                uniq = np.unique(tok)  # sorted: CSR column order
+                weights = self.token_weights[uniq]
+                keep = weights > 0
+                cols.append(uniq[keep])
+                vals.append(weights[keep])
+            indptr[i + 1] = indptr[i] + (len(cols[-1]) if len(tok) else 0)
+        data = np.concatenate(vals) if vals else np.zeros(0, dtype=np.float32)
+        indices = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
+        sparse = sp.csr_matrix((data, indices, indptr), shape=(len(ids), self.vocab_size), dtype=np.float32)
         return EncodedTexts(dense=dense, sparse=sparse)
 
 
