@@ -103,7 +103,10 @@ def main() -> int:
         start = time.perf_counter()
         tmp = ctx.artifacts / ".levers" / name
         tmp.mkdir(parents=True, exist_ok=True)
-        static, meta = index_stage._static_query(ctx, vcfg, model, tokenizer, dataset, docs, tmp, qlen, dlen)
+        if overrides:  # the tables themselves vary: build them again
+            static, meta = index_stage._static_query(ctx, vcfg, model, tokenizer, dataset, docs, tmp, qlen, dlen)
+        else:  # only the fusion varies: the bundle's own tables
+            static, meta = bundle.index.static_query, manifest["static_query"]
         learned = learn_fusion(ctx, vcfg, vr, dataset, [d.id for d in docs], encoded, onnx_enc, key,
                                static)
         results[name] = {"overrides": VARIANTS[name], "seconds": round(time.perf_counter() - start, 1),

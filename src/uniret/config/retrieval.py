@@ -73,7 +73,7 @@ class FusionConfig:
     bm25_depth: int = 1000
     # hybrid_fast: the runs it fuses (no transformer on the query path) and the docs taken from each
     fast_runs: list[str] = field(default_factory=lambda: ["bm25", "lexical_static", "dense_static"])
-    fast_depth: int = 1000
+    fast_depth: int = 300
 
     def depth_of(self, run: str) -> int:
         """How many docs a fusion takes from `run`."""

@@ -164,7 +164,8 @@ class EvaluateConfig:
     ignore_identical_ids: bool = True  # drop hits whose doc id is the query id (BEIR)
     # reference-score files (relative to params.yaml's folder), checked on unsliced data only
     expected_scores: list[str] = field(
-        default_factory=lambda: ["expected/bm25.yaml", "expected/hybrid.yaml"])
+        default_factory=lambda: ["expected/bm25.yaml", "expected/hybrid.yaml",
+                                "expected/hybrid_bm25.yaml"])
     strict_expected: bool = False  # true: a reference-score miss fails the stage; false: logged
     # run sources to score (names in uniret.evaluation.sources.RUN_SOURCES); null = all registered
     sources: list[str] | None = None

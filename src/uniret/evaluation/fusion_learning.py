@@ -15,6 +15,7 @@ from typing import Any
 
 from uniret.config.modes import BM25_SIGNALS, FUSION_MODES  # FUSION_MODES: weights learned on the dev split
 from uniret.config.retrieval import IndexConfig, RetrievalConfig
+from uniret.core.runs import ranked
 from uniret.core.stage_files import BM25_INDEXES, DEV_QRELS, DEV_RUNS, TRAIN_RUN
 from uniret.data.beir import BeirDataset
 from uniret.runtime import StageContext
@@ -43,6 +44,11 @@ def tuning_runs(queries: dict[str, str], docids: list[str], encoded, encoder, rc
         finally:
             rm3.close()
     return runs
+
+
+def _cut(run: dict, depth: int) -> dict:
+    """Each query's `depth` best hits of `run` (ties by doc id, as the searchers rank)."""
+    return {q: dict(ranked(hits, depth)) for q, hits in run.items()}
 
 
 def learn_fusion(ctx: StageContext, cfg: IndexConfig, rcfg: RetrievalConfig, dataset: BeirDataset,
@@ -99,7 +105,9 @@ def learn_fusion(ctx: StageContext, cfg: IndexConfig, rcfg: RetrievalConfig, dat
                            "grid_step": cfg.fusion.grid_step, "modes": {}}
     for mode in modes:
         names = fused_runs(mode, rcfg)
-        choice = learn_fusion_weights([TuningSet(n, [runs[m] for m in names], q) for n, q, runs in sets],
+        # each run cut to the depth the mode's searcher takes from it (min-max reads the run's bottom)
+        depth = {m: rcfg.fusion.fast_depth if mode == "hybrid_fast" else rcfg.fusion.depth_of(m) for m in names}
+        choice = learn_fusion_weights([TuningSet(n, [_cut(runs[m], depth[m]) for m in names], q) for n, q, runs in sets],
                                       cfg.fusion.grid_step, cfg.fusion.metric)
         out["modes"][mode] = {"runs": names, "weights": choice.weights, "dev_score": round(choice.score, 5),
                               "dev_single": dict(zip(names, [round(x, 5) for x in choice.single_scores], strict=True))}
