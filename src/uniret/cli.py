@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="DAG: " + " -> ".join(STAGES[:-1]) + " (+ report). Run `uniret <command> --help` for details.",
     )
     parser.add_argument("--version", action="version", version=f"uniret {__version__}")
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="debug logging, and the traceback behind an error message")
     sub = parser.add_subparsers(dest="command", metavar="<command>")
     for stage in STAGES:
         if stage in COMMAND_STAGES:
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - user errors get one clear message, bugs a traceback
-        if is_user_error(exc) and args.verbose < 2:
+        if is_user_error(exc) and not args.verbose:
             print(f"uniret {args.command}: error: {format_error(exc)}", file=sys.stderr)
             return 1
         raise

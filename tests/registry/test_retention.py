@@ -79,7 +79,7 @@ def test_prune_refuses_a_registry_without_production_and_a_negative_count(tmp_pa
     assert (empty / BUNDLES / "orphan").is_dir()
     root = tmp_path / "registry"
     _promote(root, tmp_path, "v1")
-    with pytest.raises(ValueError, match="keep_history must be >= 0"):
+    with pytest.raises(RegistryError, match="keep_history must be a whole number >= 0"):  # a user error: one line
         prune(root, -1)
 
 

@@ -170,6 +170,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     from uniret.config.paths import resolve_path
     from uniret.data.roots import resolve_data_root
     from uniret.serving.source import BundleSource
+    from uniret.utils.owned import check_output_folder
 
     params = load_params(args.params, args.profile)
     cfg: BenchConfig = params.section("bench")
@@ -183,7 +184,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     else:
         bundle = default_bundle(params, args.artifacts)
     data_root = resolve_data_root(args.data, params.section("data").root)
-    out_dir = Path(args.out) if args.out else resolve_path(params, cfg.out_dir)
+    out_dir = check_output_folder(Path(args.out) if args.out else resolve_path(params, cfg.out_dir))
     result = run_bench(params, bundle.resolve(), data_root, out_dir,
                        Path(args.checkpoint) if args.checkpoint else None, set(args.skip))
     print(f"bench: {out_dir / 'bench.json'} and bench.md written in {result['seconds']} s")

@@ -32,25 +32,36 @@ def extend_parser(p: argparse.ArgumentParser) -> None:
 
 
 def resolve_bundle(params, value: str) -> Path:
-    """A bundle folder from --bundle: 'production', an existing folder, or a version in the registry."""
+    """A bundle folder from --bundle: 'production', an existing folder, or a version in the registry.
+
+    A registry bundle (and any folder with a SHA256SUMS) is verified against its checksums first,
+    as serving and rollback do: a damaged one is refused with one message naming its files.
+    """
     from uniret.registry.bundles import bundle_dir
     from uniret.registry.configured import registry_root
     from uniret.registry.errors import RegistryError
-    from uniret.registry.pointer import read_pointer
+    from uniret.registry.integrity import SUMS, IntegrityError, verify_bundle
+    from uniret.registry.pointer import BUNDLES, read_pointer
 
     root = registry_root(params)
     if value == PRODUCTION:
         pointer = read_pointer(root)
         if pointer is None:
             raise FileNotFoundError(f"{root / 'production.json'}: no production bundle promoted yet")
-        return root / pointer["bundle"]
-    path = Path(value).expanduser()
-    if path.is_dir():
-        return path
-    try:
-        return bundle_dir(root, value)
-    except RegistryError as exc:
-        raise FileNotFoundError(f"--bundle {value}: not a folder, and {exc}") from exc
+        path = bundle_dir(root, pointer["version"])
+    elif Path(value).expanduser().is_dir():
+        path = Path(value).expanduser()
+    else:
+        try:
+            path = bundle_dir(root, value)
+        except RegistryError as exc:
+            raise FileNotFoundError(f"--bundle {value}: not a folder, and {exc}") from exc
+    if (path / SUMS).is_file() or path.resolve().parent == (root / BUNDLES).resolve():
+        try:
+            verify_bundle(path)
+        except IntegrityError as exc:
+            raise IntegrityError(f"{path}: bundle {exc}; not evaluated") from exc
+    return path
 
 
 def run(args: argparse.Namespace) -> int:

@@ -50,7 +50,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     o.add_argument("--profile", default=None, help="params profile")
     o.add_argument("--bundle", default=None, help="bundle folder (default: the registry's production bundle)")
     o.add_argument("--registry", default=None, help="registry root (default: params registry.root)")
-    o.add_argument("--out", required=True, help="output folder (replaced atomically)")
+    o.add_argument("--out", required=True, help="output folder (replaced atomically; an existing one only when an earlier export wrote it)")
     o.add_argument("--previous-index", default=None,
                    help="index the alias points at now (alias_actions.json then removes it in the same request)")
     o.add_argument("--corpus", default=None,

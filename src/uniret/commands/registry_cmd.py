@@ -6,6 +6,17 @@ import argparse
 import json
 
 
+def _count(value: str) -> int:
+    """argparse type: a whole number >= 0 (a bad --keep-history is a usage error, not a traceback)."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {value!r}")
+    return number
+
+
 def _setup(args: argparse.Namespace):
     from uniret.config import load_params
     from uniret.registry.configured import registry_root
@@ -91,6 +102,8 @@ def _prune(args: argparse.Namespace) -> int:
     verb = "would delete" if args.dry_run else "deleted"
     print(f"kept: {', '.join(result.kept)}")
     print(f"{verb}: {', '.join(result.deleted) or 'nothing'}")
+    if result.left_alone:
+        print(f"left alone (not written by uniret): {', '.join(result.left_alone)}")
     if result.history_dropped:
         print(f"pointer history: {'would drop' if args.dry_run else 'dropped'} {result.history_dropped} older entries")
     if not args.dry_run and (result.deleted or result.history_dropped):
@@ -139,9 +152,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                          description="Keep production and the first N bundles of its rollback history (the "
                          "bundles N rollbacks reach), delete every other published bundle and trim the pointer's "
                          "history to the kept ones, under the registry lock. N: --keep-history, else params "
-                         "registry.keep_history (which also prunes after every promotion).")
+                         "registry.keep_history (which also prunes after every promotion). Refused, changing "
+                         "nothing, when production or a kept history entry is missing or fails verification; "
+                         "folders under bundles/ that uniret did not publish are left alone.")
     _common(pr)
-    pr.add_argument("--keep-history", type=int, default=None, metavar="N",
+    pr.add_argument("--keep-history", type=_count, default=None, metavar="N",
                     help="history bundles to keep besides production (default: params registry.keep_history)")
     pr.add_argument("--dry-run", action="store_true", help="print what would be deleted; change nothing")
     pr.add_argument("--no-dvc-push", action="store_true", help="do not dvc push the registry afterwards")

@@ -18,7 +18,10 @@ def _run(args: argparse.Namespace) -> int:
         render_comparison,
     )
     from uniret.utils.files import atomic_write_json, shown_path
+    from uniret.utils.owned import OWNER_STAMP, check_replaceable
 
+    if args.out:
+        check_replaceable(args.out)  # refused before the bootstrap runs
     evaluated = Path(args.evaluated)
     datasets = [d.strip() for d in args.datasets.split(",") if d.strip()] if args.datasets else datasets_of(evaluated, args.a)
     if not datasets:
@@ -28,8 +31,8 @@ def _run(args: argparse.Namespace) -> int:
                                 args.resamples, args.seed)
     print(render_comparison(results, args.a, args.b, args.metric), end="")
     if args.out:
-        atomic_write_json(Path(args.out), comparison_doc(args.a, args.b, args.metric, shown_path(evaluated, Path.cwd()),
-                                                         results))
+        atomic_write_json(Path(args.out), {**OWNER_STAMP, **comparison_doc(args.a, args.b, args.metric,
+                                                                           shown_path(evaluated, Path.cwd()), results)})
     return 0
 
 
@@ -50,5 +53,5 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--metric", default="ndcg@10", help="a metric of the per-query files (default: ndcg@10)")
     p.add_argument("--resamples", type=int, default=10000, help="bootstrap resamples (default: 10000)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=None, help="also write the figures as JSON here")
+    p.add_argument("--out", default=None, help="also write the figures as JSON here (an existing file only when uniret wrote it)")
     p.set_defaults(func=_run)

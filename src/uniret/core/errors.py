@@ -4,8 +4,14 @@ missing inputs) and how to print them. Domain-specific errors subclass these in 
 from __future__ import annotations
 
 import errno
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from uniret.utils.owned import NotOwnedError
+from uniret.utils.text import excerpt
 
 
 class ConfigError(ValueError):
@@ -50,7 +56,50 @@ class CheckpointError(StageFailed, ValueError):
     """A checkpoint file or folder cannot be read (truncated, foreign, damaged): names the file."""
 
 
-USER_ERRORS: tuple[type[BaseException], ...] = (ConfigError, DataError, FetchError, StageFailed, FileNotFoundError)
+class InputFileError(StageFailed, ValueError):
+    """An input file exists but cannot be read (truncated, corrupted, another format): names the file."""
+
+
+USER_ERRORS: tuple[type[BaseException], ...] = (
+    ConfigError, DataError, FetchError, StageFailed, FileNotFoundError, NotOwnedError,
+)
+PASSED_THROUGH = (MemoryError, RecursionError)  # the machine's problem or a bug, not the file's
+
+
+CAUSE_CHARS = 200  # of a reader's own message quoted after the file name
+
+
+def _cause(exc: BaseException, path: str, shown: str) -> str:
+    """The gist of a reader's exception, naming the file as the user knows it: a Java exception's
+    own message (pyjnius appends the stack), else the first line past a C++ library's "Error in
+    <signature> ... Error: " prefix."""
+    lines = str(getattr(exc, "innermessage", None) or exc).strip().splitlines()
+    text = lines[0].rsplit("Error: ", 1)[-1] if lines else ""
+    if Path(path).is_absolute():  # a link's path (a work folder) in the library's words: the user's file instead
+        text = text.replace(path, shown)
+    return excerpt(text, CAUSE_CHARS, quote=False) if text else type(exc).__name__
+
+
+@contextmanager
+def reading(path: str | os.PathLike, what: str) -> Iterator[None]:
+    """Turn any failure of the reader run inside into one InputFileError naming `path` (resolved,
+    so a link in a work folder names the user's file) and what it should have been.
+
+    faiss, ONNX Runtime, numpy, zipfile and json each raise their own types, with messages that
+    may span lines or hold a library's internals: the user gets `<file>: not a readable <what>
+    (truncated or corrupted?): <gist>`. A missing file and errors already meant for the user
+    pass through unchanged.
+    """
+    try:
+        yield
+    except (*USER_ERRORS, *PASSED_THROUGH):
+        raise
+    except Exception as exc:  # noqa: BLE001 - every reader failure of this file is the same user error
+        shown = str(Path(path).resolve() if os.path.lexists(path) else path)
+        raise InputFileError(
+            f"{shown}: not a readable {what} (truncated or corrupted?): {type(exc).__name__}: "
+            f"{_cause(exc, str(path), shown)}"
+        ) from exc
 
 
 # a full disk or quota, or a file size limit: the environment's problem, told in one line

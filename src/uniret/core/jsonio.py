@@ -16,6 +16,8 @@ def read_json(path: str | Path, expect: type = dict) -> Any:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise DataError(DataProblem(path, exc.lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})")) from exc
+    except UnicodeDecodeError as exc:
+        raise DataError(DataProblem(path, None, None, f"not UTF-8 (byte {exc.start})")) from exc
     if not isinstance(data, expect):
         raise DataError(DataProblem(path, 1, None, f"expected a JSON {expect.__name__}, got {type(data).__name__}"))
     return data

@@ -22,6 +22,7 @@ from uniret.core.errors import FetchError
 from uniret.data.beir import CORPUS_FILE, QRELS_DIR, QUERIES_FILE
 from uniret.utils.files import CHUNK, make_temp_dir
 from uniret.utils.names import PLAIN_RULE, is_plain_name
+from uniret.utils.owned import check_output_folder
 from uniret.utils.text import excerpt
 
 log = logging.getLogger("uniret.data")
@@ -141,7 +142,7 @@ def fetch_dataset(
         raise FetchError(f"no known checksum for {name!r}; pass the zip's sha256 or md5 (--sha256)")
     algo = _algorithm(checksum)
 
-    dest = Path(dest)
+    dest = check_output_folder(dest)
     final = dest / name
     if final.exists() and not force:
         missing = missing_beir_parts(final)

@@ -8,7 +8,8 @@ its artifacts, so the evaluate stage's own run sources produce the runs unchange
   warmup/model -> the checkpoint                      run source "trained" (its recipe's eval modes)
 Scoring and the output files are the evaluate stage's (metrics.json, metrics.md,
 per_query/<system>/<dataset>.json, runs/<system>/<dataset>.trec, here for every system, BM25
-included) plus a manifest.json; they are written to a temp folder renamed onto `out`.
+included) plus a manifest.json; they are written to a temp folder renamed onto `out`, which must
+not hold anything uniret did not write (uniret.utils.owned).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from uniret.evaluation.sources import Bm25Source, RunSource, collect_runs
 from uniret.evaluation.tables import metrics_table
 from uniret.runtime import MANIFEST, StageContext, read_manifest, stage_output
 from uniret.utils.files import atomic_write_json, make_temp_dir
+from uniret.utils.owned import check_replaceable
 
 log = logging.getLogger("uniret.evaluation")
 
@@ -157,6 +159,7 @@ def evaluate_folder(params: Params, request: FolderRequest) -> dict[str, Any]:
     """Score BM25 (+ the bundle, + the checkpoint) on `request.datasets`; write `request.out`; see module doc."""
     from uniret.retrieval.bundle import read_bundle_manifest
 
+    out = check_replaceable(request.out.resolve())  # a folder uniret did not write is refused before any work
     for path, what in ((request.bundle, "bundle"), (request.checkpoint, "checkpoint")):
         if path is not None and not path.is_dir():
             raise FileNotFoundError(f"{path}: {what} folder not found")
@@ -166,7 +169,6 @@ def evaluate_folder(params: Params, request: FolderRequest) -> dict[str, Any]:
     params = folder_params(params, request, train_dataset)
     counts = check_datasets(params, request.data_root, request.datasets, request.split)
     cfg = params.section("evaluate")
-    out = request.out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     work = make_temp_dir(out.parent, f".{out.name}.work-")
     try:

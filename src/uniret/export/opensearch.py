@@ -29,15 +29,17 @@ import scipy.sparse as sp
 from uniret.config.export import OpenSearchExportConfig
 from uniret.retrieval.bundle import (
     DENSE_FILE,
-    DOCIDS_FILE,
     IMPACTS_FILE,
     MANIFEST,
-    TOKENIZER_DIR,
+    load_docids,
+    load_impacts,
+    load_tokenizer,
     read_bundle_manifest,
 )
 from uniret.retrieval.encoding import EncodedTexts
 from uniret.retrieval.sparse import quantize
 from uniret.utils.files import atomic_dir
+from uniret.utils.owned import OWNER_STAMP, check_replaceable
 
 STATIC = Path("static")  # the bundle's static query tables (uniret.retrieval.static_query)
 
@@ -207,20 +209,25 @@ def export_bundle(bundle_dir: str | os.PathLike, out_dir: str | os.PathLike, cfg
                   previous_index: str | None = None, texts: dict[str, str] | None = None) -> dict[str, Any]:
     """Write the OpenSearch export of a bundle into out_dir (see module doc); returns its manifest.
     `texts` ({doc id: text}, e.g. the corpus the bundle indexed) adds the text field hybrid_fast's
-    BM25 clause reads; the bundle itself holds no document text."""
-    from transformers import AutoTokenizer
+    BM25 clause reads; the bundle itself holds no document text.
 
+    An existing out_dir is replaced only when an earlier export wrote it (uniret.utils.owned).
+    """
+
+    An existing out_dir is replaced only when an earlier export wrote it (uniret.utils.owned).
+    """
     from uniret.retrieval.dense import doc_vectors, load_faiss_index
     from uniret.retrieval.sparse import vocab_tokens
 
+    check_replaceable(out_dir)  # before the bundle is read: a refusal costs nothing
     bundle = Path(bundle_dir)
     manifest = read_bundle_manifest(bundle)
     retrieval = manifest["params"]["retrieval"]
     quant = float(retrieval["lexical"]["quant"])
-    docids = json.loads((bundle / DOCIDS_FILE).read_text(encoding="utf-8"))
+    docids = load_docids(bundle)
     dense = doc_vectors(load_faiss_index(bundle / DENSE_FILE)) if (bundle / DENSE_FILE).is_file() else None
-    impacts = sp.load_npz(bundle / IMPACTS_FILE).tocsr() if (bundle / IMPACTS_FILE).is_file() else None
-    keys = feature_keys(vocab_tokens(AutoTokenizer.from_pretrained(str(bundle / TOKENIZER_DIR), local_files_only=True)))
+    impacts = load_impacts(bundle) if (bundle / IMPACTS_FILE).is_file() else None
+    keys = feature_keys(vocab_tokens(load_tokenizer(bundle)))
     index = f"{cfg.index_prefix}-{bundle_version(bundle, manifest)}"
     alpha = float(retrieval["fusion"]["alpha"]) if retrieval["fusion"]["runs"][:2] == ["lexical", "dense"] else 0.5
     serve_mode = (manifest.get("model") or {}).get("serve_mode")
@@ -245,6 +252,7 @@ def export_bundle(bundle_dir: str | os.PathLike, out_dir: str | os.PathLike, cfg
                                                 encoding="utf-8")
         (tmp / "feature_keys.json").write_text(json.dumps(keys), encoding="utf-8")
         exported = {
+            **OWNER_STAMP,
             "bundle": str(bundle.resolve()),
             "index": index,
             "alias": cfg.alias,

@@ -9,9 +9,11 @@ from pathlib import Path
 
 from uniret.config.loader import ConfigError
 from uniret.config.pipeline import PipelineConfig
+from uniret.utils.owned import check_replaceable
 
 PIPELINE_SOURCE = Path("pipelines") / "retrain.py"
 COMPILED = Path("pipelines") / "retrain.yaml"
+COMPILED_HEADER = b"# PIPELINE DEFINITION"  # the first line kfp's compiler writes: a file it wrote may be replaced
 
 
 def project_root(start: str | os.PathLike | None = None) -> Path:
@@ -25,12 +27,15 @@ def project_root(start: str | os.PathLike | None = None) -> Path:
 
 def compile_pipeline(config: PipelineConfig, package_path: str | os.PathLike,
                      stages: Sequence[str] | None = None) -> Path:
-    """Compile `stages` (default: the whole DAG) to `package_path` atomically (a temp file renamed over it)."""
+    """Compile `stages` (default: the whole DAG) to `package_path` atomically (a temp file renamed over it).
+
+    An existing file is replaced only when it is a compiled pipeline (or empty): uniret.utils.owned.
+    """
     from kfp import compiler
 
     from uniret.kubeflow.pipeline import build_pipeline
 
-    target = Path(package_path)
+    target = check_replaceable(package_path, header=COMPILED_HEADER)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=".yaml", dir=target.parent)
     os.close(fd)

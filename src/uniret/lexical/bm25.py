@@ -15,6 +15,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from uniret.config.sections import Bm25Config
+from uniret.core.errors import reading
 from uniret.core.runs import Run
 from uniret.data.beir import BeirDataset, Document
 from uniret.lexical.indexing import IndexStats, write_lucene_index
@@ -74,7 +75,8 @@ class Bm25Searcher:
             raise FileNotFoundError(f"{index_dir}: BM25 index not found")
         analyzer_cls = java_class("io.anserini.analysis.DefaultEnglishAnalyzer")
         analyzer = analyzer_cls.fromArguments(cfg.stemmer, cfg.keep_stopwords, None)
-        self._searcher = java_class("io.anserini.search.SimpleSearcher")(str(index_dir), analyzer)
+        with reading(index_dir, "Lucene BM25 index"):
+            self._searcher = java_class("io.anserini.search.SimpleSearcher")(str(index_dir), analyzer)
         self._searcher.set_bm25(float(cfg.k1), float(cfg.b))
         self.cfg = cfg
         self.index_dir = index_dir

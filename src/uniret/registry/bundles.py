@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from uniret.registry.errors import RegistryError
-from uniret.registry.integrity import write_checksums
+from uniret.registry.integrity import is_version_name, write_checksums
 from uniret.registry.pointer import BUNDLES, now_iso
 from uniret.utils.files import atomic_write_json, hash_path, make_temp_dir
 
@@ -82,7 +82,7 @@ def publish(
     manifest = read_manifest(source)
     content_hash = content_hash or hash_path(source)
     version = version or f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{content_hash[:HASH_PREFIX]}"
-    if "/" in version or version.startswith("."):
+    if not is_version_name(version):
         raise RegistryError(f"invalid bundle version {version!r}: no '/' and no leading '.'")
     final = bundles / version
     if final.exists():

@@ -7,12 +7,20 @@ extra file, or without the list, fails verification and is never served.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from uniret.registry.errors import RegistryError
+from uniret.registry.layout import BUNDLES, POINTER
 from uniret.utils.files import atomic_write_text, sha256_file
 
 SUMS = "SHA256SUMS"
+
+
+def is_version_name(version: Any) -> bool:
+    """A string usable as one folder under bundles/ (publish's rule: no '/', no leading '.')."""
+    return isinstance(version, str) and bool(version) and "/" not in version and not version.startswith(".")
 
 
 class IntegrityError(RegistryError):
@@ -64,3 +72,52 @@ def verify_bundle(bundle: str | Path) -> int:
     if problems:
         raise IntegrityError(f"{bundle.name}: failed verification ({'; '.join(problems)})")
     return len(sums)
+
+
+def entry_problem(entry: Any, status: Callable[[str], str | None]) -> str | None:
+    """What is wrong with one pointer entry (production or a history entry), or None.
+
+    `status(version)` is the bundle's verification status ("ok ..." or the failure), None when
+    no such bundle is published.
+    """
+    version = entry.get("version") if isinstance(entry, dict) else None
+    found = status(version) if is_version_name(version) else None
+    if found is None:
+        return f"names {version!r}, which is not a published bundle"
+    if entry.get("bundle") != f"{BUNDLES}/{version}":
+        return f"entry {version!r} points at {entry.get('bundle')!r}, not {BUNDLES}/{version}"
+    if not found.startswith("ok"):
+        return f"names {version!r}, which fails verification"
+    return None
+
+
+VERIFY_HINT = "`uniret registry verify` lists every problem"
+
+
+def require_sound_entries(root: str | Path, entries: Sequence[Any], action: str, hint: str = VERIFY_HINT,
+                          verified: Iterable[str] = ()) -> None:
+    """Before a registry change: RegistryError unless every pointer entry in `entries` names a
+    published bundle that passes verification, checked as `uniret registry verify` checks them.
+
+    Only the named bundles are hashed (`verified`: versions already checked under the same lock).
+    The message names every problem and `hint` (what to do); nothing has been changed when it is raised.
+    """
+    root, done, failed = Path(root), set(verified), {}
+
+    def status(version: str) -> str | None:
+        path = root / BUNDLES / version
+        if not path.is_dir():
+            return None
+        if version in done:
+            return "ok"
+        try:
+            verify_bundle(path)
+        except IntegrityError as exc:
+            failed[version] = str(exc)
+            return f"FAILED: {exc}"
+        done.add(version)
+        return "ok"
+
+    problems = [p for p in (entry_problem(e, status) for e in entries) if p] + list(failed.values())
+    if problems:
+        raise RegistryError(f"{root / POINTER}: refusing to {action}: {'; '.join(problems)}; nothing was changed ({hint})")

@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from uniret.registry.errors import RegistryError
-from uniret.registry.integrity import verify_bundle
+from uniret.registry.integrity import VERIFY_HINT, require_sound_entries, verify_bundle
+from uniret.registry.layout import BUNDLES, POINTER
 from uniret.utils.files import atomic_write_json
 from uniret.utils.locks import file_lock
 
-POINTER = "production.json"
-BUNDLES = "bundles"
 LOCK = ".registry.lock"
+# what to do when the production a promotion would push into the rollback history is broken
+PROMOTE_HINT = f"`uniret rollback` withdraws a broken production, or repair {POINTER} by hand; {VERIFY_HINT}"
 
 
 def now_iso() -> str:
@@ -52,6 +53,8 @@ def read_pointer(root: str | Path) -> dict[str, Any] | None:
     if not isinstance(data, dict) or not isinstance(data.get("version"), str):
         raise RegistryError(f"{path}: field 'version' missing or not a string")
     data.setdefault("history", [])
+    if not isinstance(data["history"], list):
+        raise RegistryError(f"{path}: field 'history' is not a list")
     return data
 
 
@@ -60,14 +63,21 @@ def _entry(pointer: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in pointer.items() if k != "history"}
 
 
-def point_to(root: str | Path, version: str, **extra: Any) -> dict[str, Any]:
-    """Make `version` production; the previous pointer is pushed onto the history. Caller holds the lock."""
+def point_to(root: str | Path, version: str, verified: frozenset[str] = frozenset(), **extra: Any) -> dict[str, Any]:
+    """Make `version` production; the previous pointer is pushed onto the history. Caller holds the lock.
+
+    The previous production must be a published bundle that verifies (as `registry verify` checks
+    it), else RegistryError and nothing changes: a dangling or damaged entry never enters the
+    rollback history. `verified`: versions the caller checked already under the same lock.
+    """
     root = Path(root)
     bundle = f"{BUNDLES}/{version}"
     if not (root / bundle).is_dir():
         raise RegistryError(f"{root / bundle}: bundle {version!r} is not in the registry")
-    verify_bundle(root / bundle)  # production never names a bundle that fails its checksums
     old = read_pointer(root)
+    if old is not None:
+        require_sound_entries(root, [old], f"make {version!r} production over it", PROMOTE_HINT, verified)
+    verify_bundle(root / bundle)  # production never names a bundle that fails its checksums
     history = ([_entry(old)] + old["history"]) if old else []
     new = {"version": version, "bundle": bundle, "promoted_at": now_iso(), **extra, "history": history}
     atomic_write_json(root / POINTER, new)
@@ -90,10 +100,9 @@ def point_back(root: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
             "nothing to roll back to"
         )
     previous, rest = old["history"][0], old["history"][1:]
+    # the withdrawn production is not kept, so a dangling one may be rolled back from (a repair)
+    require_sound_entries(root, [previous], "roll back to the previous bundle")
     version = previous["version"]
-    if not (root / BUNDLES / version).is_dir():
-        raise RegistryError(f"{root / BUNDLES / version}: previous bundle {version!r} is missing from the registry")
-    verify_bundle(root / BUNDLES / version)
     new = {
         "version": version,
         "bundle": f"{BUNDLES}/{version}",

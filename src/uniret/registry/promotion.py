@@ -16,7 +16,8 @@ from uniret.registry import bundles
 from uniret.registry.dvc_sync import push_registry
 from uniret.registry.errors import RegistryError
 from uniret.registry.notify import NotifyResult, notify_reload
-from uniret.registry.pointer import point_back, point_to, read_pointer, registry_lock
+from uniret.registry.integrity import require_sound_entries
+from uniret.registry.pointer import PROMOTE_HINT, point_back, point_to, read_pointer, registry_lock
 from uniret.registry.retention import prune_locked
 from uniret.utils.files import hash_path
 
@@ -73,7 +74,9 @@ def promote(
     """Publish bundle folder `source` (unless identical content is already published) and make it production.
 
     The lineage's `parent` is set to the production version found under the registry lock.
-    Promoting content that already is production changes nothing (idempotent reruns).
+    Promoting content that already is production changes nothing (idempotent reruns). A current
+    production that is not a published bundle passing verification is refused before anything is
+    published (it would enter the rollback history).
     `keep_history`: after the flip, under the same lock, delete every bundle but production and
     that many of its rollback history (uniret.registry.retention); None keeps every bundle.
     `attachments`: folders published with the bundle (bundles.publish).
@@ -84,6 +87,8 @@ def promote(
     with registry_lock(root):
         current = read_pointer(root)
         previous = current["version"] if current else None
+        if current is not None:
+            require_sound_entries(root, [current], "promote over the current production", PROMOTE_HINT)
         existing = bundles.find_by_hash(root, content_hash)
         if existing is not None and existing == previous:
             log.info("bundle %s (same content) already is production: nothing to promote", existing)
@@ -93,8 +98,9 @@ def promote(
             existing = bundles.publish(root, source, evaluation=evaluation, decision=decision,
                                        lineage={**lineage, "parent": previous}, version=version,
                                        content_hash=content_hash, attachments=attachments)
-        pointer = point_to(root, existing)
-        pruned, retention = _retain(root, keep_history)
+        checked = frozenset(v for v in (previous, existing) if v)
+        pointer = point_to(root, existing, checked - {existing})
+        pruned, retention = _retain(root, keep_history, checked)
         if keep_history is not None:
             pointer = read_pointer(root) or pointer  # retention may have trimmed the history
     log.info("production: %s -> %s (retention: %s)", previous, existing, retention)
@@ -102,12 +108,12 @@ def promote(
     return PromotionResult("promote", existing, previous, published, True, pointer, dvc, notified, pruned, retention)
 
 
-def _retain(root: Path, keep_history: int | None) -> tuple[list[str], str]:
+def _retain(root: Path, keep_history: int | None, verified: frozenset[str]) -> tuple[list[str], str]:
     """Prune after a flip (caller holds the lock); a failure is reported, the promotion stands."""
     if keep_history is None:
         return [], "skipped: registry.keep_history is null (every bundle kept)"
     try:
-        deleted = prune_locked(root, keep_history).deleted
+        deleted = prune_locked(root, keep_history, verified=verified).deleted
     except (OSError, RegistryError) as exc:
         log.error("retention after promotion failed (the promotion stands): %s", exc)
         return [], f"failed: {exc}"

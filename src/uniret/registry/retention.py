@@ -2,6 +2,11 @@
 `keep_history` of them; every other published bundle is deleted and the pointer's history trimmed
 to the kept ones (so `uniret registry verify` and `uniret rollback` stay whole).
 
+Before anything is deleted, the entries to keep are checked as `uniret registry verify` checks
+them (published, checksums intact): a pointer naming a missing or damaged bundle is refused, so a
+prune never leaves the registry without a servable bundle. A folder under bundles/ that uniret
+did not write (uniret.utils.owned) is left alone and reported.
+
 Order makes a crash harmless: the trimmed pointer is written first (atomically), then each bundle
 is renamed aside (`.pruned-<version>-*`, which no listing reads) and removed; leftovers of a killed
 prune are removed by the next one.
@@ -16,12 +21,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from uniret.registry.errors import RegistryError
+from uniret.registry.integrity import VERIFY_HINT, require_sound_entries
 from uniret.registry.pointer import BUNDLES, POINTER, read_pointer, registry_lock
 from uniret.utils.files import atomic_write_json
+from uniret.utils.owned import written_by_uniret
 
 log = logging.getLogger("uniret.registry")
 
 PRUNED_PREFIX = ".pruned-"  # a bundle folder being removed
+PRUNE_HINT = f"prune deletes every bundle it does not keep: roll back or repair {POINTER} first; {VERIFY_HINT}"
 
 
 @dataclass
@@ -32,6 +40,7 @@ class PruneResult:
     deleted: list[str] = field(default_factory=list)
     history_dropped: int = 0  # pointer history entries beyond keep_history
     dry_run: bool = False
+    left_alone: list[str] = field(default_factory=list)  # folders under bundles/ that uniret did not write
 
 
 def _published(root: Path) -> list[str]:
@@ -49,18 +58,25 @@ def _remove(root: Path, version: str) -> None:
     shutil.rmtree(aside)
 
 
-def prune_locked(root: str | Path, keep_history: int, dry_run: bool = False) -> PruneResult:
-    """Prune with the registry lock already held (promotion prunes right after its pointer flip)."""
-    if keep_history < 0:
-        raise ValueError(f"keep_history must be >= 0, got {keep_history}")
+def prune_locked(root: str | Path, keep_history: int, dry_run: bool = False,
+                 verified: frozenset[str] = frozenset()) -> PruneResult:
+    """Prune with the registry lock already held (promotion prunes right after its pointer flip;
+    `verified`: the versions it checked already)."""
+    if isinstance(keep_history, bool) or not isinstance(keep_history, int) or keep_history < 0:
+        raise RegistryError(f"keep_history must be a whole number >= 0, got {keep_history!r}")
     root = Path(root)
     pointer = read_pointer(root)
     if pointer is None:
         raise RegistryError(f"{root / POINTER}: no production bundle: refusing to prune a registry with nothing to keep")
     history = pointer["history"]
+    require_sound_entries(root, [pointer, *history[:keep_history]], "prune", PRUNE_HINT, verified)
     kept = [pointer["version"], *(entry["version"] for entry in history[:keep_history])]
-    result = PruneResult(kept=kept, deleted=[v for v in _published(root) if v not in kept],
-                         history_dropped=max(0, len(history) - keep_history), dry_run=dry_run)
+    others = [v for v in _published(root) if v not in kept]
+    foreign = [v for v in others if not written_by_uniret(root / BUNDLES / v)]
+    result = PruneResult(kept=kept, deleted=[v for v in others if v not in foreign],
+                         history_dropped=max(0, len(history) - keep_history), dry_run=dry_run, left_alone=foreign)
+    if foreign:
+        log.warning("prune: left alone %s under %s: not bundles uniret published", ", ".join(foreign), root / BUNDLES)
     if dry_run:
         return result
     if result.history_dropped:

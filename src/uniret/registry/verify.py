@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from uniret.registry.errors import RegistryError
-from uniret.registry.integrity import IntegrityError, verify_bundle
+from uniret.registry.integrity import IntegrityError, entry_problem, verify_bundle
 from uniret.registry.pointer import BUNDLES, read_pointer
 
 
@@ -50,13 +50,6 @@ def verify_registry(root: str | Path) -> RegistryReport:
     except RegistryError as exc:
         report.pointer.append(str(exc))
         return report
-    entries = [pointer, *pointer.get("history", [])] if pointer else []
-    for entry in entries:
-        version = entry.get("version") if isinstance(entry, dict) else None
-        if not isinstance(version, str) or version not in report.bundles:
-            report.pointer.append(f"names {version!r}, which is not a published bundle")
-        elif entry.get("bundle") != f"{BUNDLES}/{version}":
-            report.pointer.append(f"entry {version!r} points at {entry.get('bundle')!r}, not {BUNDLES}/{version}")
-        elif not report.bundles[version].startswith("ok"):
-            report.pointer.append(f"names {version!r}, which fails verification")
+    entries = [pointer, *pointer["history"]] if pointer else []
+    report.pointer += [p for p in (entry_problem(e, report.bundles.get) for e in entries) if p]
     return report

@@ -19,7 +19,6 @@ Layout (written by uniret.stages.index, published as-is by promote, read by eval
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,8 @@ import scipy.sparse as sp
 from uniret.config.loader import build
 from uniret.config.retrieval import RetrievalConfig
 from uniret.config.sections import Bm25Config
+from uniret.core.errors import InputFileError, reading
+from uniret.core.jsonio import read_json
 from uniret.retrieval.base import Searcher
 from uniret.retrieval.dense import doc_vectors, load_faiss_index, to_search_device
 from uniret.retrieval.lexical import LuceneImpactIndex, MemoryImpactIndex
@@ -76,10 +77,31 @@ def read_bundle_manifest(bundle_dir: str | Path) -> dict[str, Any]:
     path = Path(bundle_dir) / MANIFEST
     if not path.is_file():
         raise FileNotFoundError(f"{path}: not an index bundle (no manifest.json); run `uniret index`")
-    manifest = json.loads(path.read_text(encoding="utf-8"))
+    manifest = read_json(path)
     if manifest.get("format") != FORMAT_VERSION:
-        raise ValueError(f"{path}: bundle format {manifest.get('format')!r}, this uniret reads {FORMAT_VERSION}")
+        raise InputFileError(f"{path}: bundle format {manifest.get('format')!r}, this uniret reads {FORMAT_VERSION}")
     return manifest
+
+
+def load_docids(bundle_dir: str | Path) -> list[str]:
+    """The bundle's row -> doc id list (docids.json); DataError naming the file (links resolved) when damaged."""
+    return read_json(Path(bundle_dir).resolve() / DOCIDS_FILE, list)
+
+
+def load_impacts(bundle_dir: str | Path) -> sp.csr_matrix:
+    """The bundle's impacts.npz as a CSR matrix; InputFileError naming the file when damaged."""
+    path = Path(bundle_dir) / IMPACTS_FILE
+    with reading(path, "impacts matrix (.npz)"):
+        return sp.load_npz(path).tocsr()
+
+
+def load_tokenizer(bundle_dir: str | Path):
+    """The bundle's tokenizer (transformers, local files only); InputFileError when damaged."""
+    from transformers import AutoTokenizer
+
+    path = Path(bundle_dir) / TOKENIZER_DIR
+    with reading(path, "tokenizer folder"):
+        return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
 
 
 def choose_lexical_backend(cfg: RetrievalConfig, n_docs: int, has_lucene: bool, has_impacts: bool) -> str | None:
@@ -112,23 +134,21 @@ def open_bundle(bundle_dir: str | Path, cfg: RetrievalConfig | None = None, thre
     modes, k, uni K, fusion, lexical backend; the index structures are what they are).
     `backend_cfg` overrides only the lexical backend choice (lexical_backend, memory_max_docs):
     serving and the bench pass the current params so the bundle's other params stay in force."""
-    from transformers import AutoTokenizer
-
     path = Path(bundle_dir)
     manifest = read_bundle_manifest(path)
-    built_params = manifest["params"]["retrieval"]
+    with reading(path / MANIFEST, "bundle manifest"):  # a field missing: not a manifest the index stage wrote
+        built_params = manifest["params"]["retrieval"]
+        bm25_params = manifest["params"]["bm25"]
+        lengths = manifest["query_max_length"], manifest["doc_max_length"]
     if "bm25_signal" not in (built_params.get("fusion") or {}):  # built before RM3: its weights fuse plain BM25
         built_params = {**built_params, "fusion": {**(built_params.get("fusion") or {}), "bm25_signal": "bm25"}}
     built_with = build(RetrievalConfig, built_params, f"{path / MANIFEST}: params.retrieval")
     cfg = cfg or built_with
-    bm25_cfg = build(Bm25Config, manifest["params"]["bm25"], f"{path / MANIFEST}: params.bm25")
-    tokenizer = AutoTokenizer.from_pretrained(str(path / TOKENIZER_DIR), local_files_only=True)
+    bm25_cfg = build(Bm25Config, bm25_params, f"{path / MANIFEST}: params.bm25")
+    tokenizer = load_tokenizer(path)
     # lazy: the query graph loads on the first transformer-mode query, never for the static modes
-    encoder = OnnxEncoder(
-        path / ONNX_DIR, tokenizer, cfg.query_batch_size, manifest["query_max_length"], manifest["doc_max_length"], threads,
-        lazy=True,
-    )
-    docids = json.loads((path / DOCIDS_FILE).read_text(encoding="utf-8"))
+    encoder = OnnxEncoder(path / ONNX_DIR, tokenizer, cfg.query_batch_size, *lengths, threads, lazy=True)
+    docids = load_docids(path)
     quant = built_with.lexical.quant  # the impacts were quantized with the build-time quant
     index = CorpusIndex(docids=docids)
     if (path / DENSE_FILE).is_file():
@@ -138,7 +158,7 @@ def open_bundle(bundle_dir: str | Path, cfg: RetrievalConfig | None = None, thre
         index.dense = to_search_device(cpu_index, dataclasses.replace(cfg.dense, type=built_with.dense.type))
         index.provenance["dense"] = f"bundle faiss {built_with.dense.type} ({DENSE_FILE})"
     if (path / IMPACTS_FILE).is_file():
-        index.impacts = MemoryImpactIndex.from_impacts(docids, sp.load_npz(path / IMPACTS_FILE), quant)
+        index.impacts = MemoryImpactIndex.from_impacts(docids, load_impacts(path), quant)
     backend = choose_lexical_backend(backend_cfg or cfg, len(docids), (path / IMPACT_DIR).is_dir(),
                                      index.impacts is not None)
     if backend == "lucene":
@@ -149,7 +169,8 @@ def open_bundle(bundle_dir: str | Path, cfg: RetrievalConfig | None = None, thre
         index.provenance["lexical"] = f"bundle impacts in memory ({IMPACTS_FILE}, inverted index)"
     index.bm25_weight = (manifest.get("model") or {}).get("bm25_weight")
     index.fusion_weights = fusion_weights_of(manifest)
-    index.static_query = load_static_query(path / STATIC_DIR, tokenizer, manifest["query_max_length"])
+    with reading(path / STATIC_DIR, "static query tables"):
+        index.static_query = load_static_query(path / STATIC_DIR, tokenizer, lengths[0])
     if index.static_query is not None:
         index.provenance["static"] = f"bundle static query tables ({STATIC_DIR}/)"
     if (path / BM25_DIR).is_dir():

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from uniret.config.retrieval import DenseIndexConfig
+from uniret.core.errors import reading
 from uniret.core.runs import Run
 from uniret.retrieval.base import QueryBatch, Searcher, rows_to_run
 from uniret.retrieval.encoding import TextEncoder
@@ -72,8 +73,11 @@ def save_faiss_index(index: faiss.Index, path: str | Path) -> Path:
 
 
 def load_faiss_index(path: str | Path) -> faiss.Index:
-    """Read an index written by `save_faiss_index`."""
-    return faiss.read_index(str(path))
+    """Read an index written by `save_faiss_index`; InputFileError naming the file when it is damaged."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{path}: faiss index not found")
+    with reading(path, "faiss index"):
+        return faiss.read_index(str(path))
 
 
 def doc_vectors(index: faiss.Index) -> np.ndarray:

@@ -16,6 +16,7 @@ from typing import Protocol
 import numpy as np
 import scipy.sparse as sp
 
+from uniret.core.errors import reading
 from uniret.core.runs import Run
 from uniret.retrieval.base import QueryBatch, Searcher
 from uniret.retrieval.encoding import TextEncoder
@@ -147,7 +148,8 @@ class LuceneImpactIndex:
             if self._searcher is None:
                 from uniret.lexical.impact import ImpactSearcher
 
-                self._searcher = ImpactSearcher(self.index_dir, self.quant, threads=self.threads)
+                with reading(self.index_dir, "Lucene impact index"):
+                    self._searcher = ImpactSearcher(self.index_dir, self.quant, threads=self.threads)
             return self._searcher
 
     def top_k(self, qids: Sequence[str], query_weights: sp.csr_matrix, k: int) -> Run:

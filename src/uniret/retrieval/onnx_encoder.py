@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
+from uniret.core.errors import reading
 from uniret.retrieval.encoding import EncodedTexts, encode_in_batches, to_csr
 
 INPUTS = ("input_ids", "attention_mask")
@@ -80,8 +81,9 @@ class OnnxEncoder:
                 found = self._sessions.get(is_query)
                 if found is None:
                     # queries (<= query_max_length shapes, batch 1 in serving) keep the pattern
-                    found = self._sessions[is_query] = _session(self.paths[is_query], self.threads,
-                                                                memory_pattern=is_query)
+                    with reading(self.paths[is_query], "ONNX model"):
+                        found = self._sessions[is_query] = _session(self.paths[is_query], self.threads,
+                                                                    memory_pattern=is_query)
         return found
 
     def with_batch_size(self, batch_size: int) -> OnnxEncoder:

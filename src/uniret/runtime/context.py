@@ -9,9 +9,9 @@ from pathlib import Path
 from uniret.config import Params, load_params
 from uniret.data.beir import BeirDataset
 from uniret.data.roots import resolve_data_root
+from uniret.utils.owned import MANIFEST
 
 ARTIFACTS_ENV = "UNIRET_ARTIFACTS"
-MANIFEST = "manifest.json"
 # validate writes the validated (and, per profile, sliced) copies here; later stages read them.
 VALIDATED_DATA = "datasets"
 

@@ -18,6 +18,7 @@ from uniret.core.errors import StageFailed
 from uniret.runtime.context import MANIFEST, StageContext
 from uniret.utils.files import atomic_write_json, hash_path, make_temp_dir, replace_dir
 from uniret.utils.locks import pid_alive
+from uniret.utils.owned import OWNER_STAMP, check_replaceable
 
 log = logging.getLogger("uniret")
 
@@ -60,6 +61,8 @@ def clean_stale(artifacts: Path, stage: str) -> list[Path]:
                 os.replace(path, final)
                 log.warning("stage %s: restored the previous output from %s (a run died mid-rename)", stage, path.name)
                 continue
+            if not path.is_dir() or path.is_symlink():
+                continue  # uniret names only folders so: a file here is not one of its temp folders
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     if removed:
@@ -96,13 +99,16 @@ def stage_output(
 
     On any error the temp dir is removed and the previous outputs stay untouched, so a failed
     stage never leaves half-written results. A stage never writes inside its own inputs, and
-    temp folders of earlier killed runs of the stage are removed first.
+    temp folders of earlier killed runs of the stage are removed first. An existing output folder
+    uniret did not write (no manifest of its own) is refused before any work (uniret.utils.owned).
     """
     check_outputs_outside_inputs(stage, [ctx.stage_dir(stage)], inputs or {})
     ctx.artifacts.mkdir(parents=True, exist_ok=True)
     clean_stale(ctx.artifacts, stage)
+    check_replaceable(ctx.stage_dir(stage))
     tmp = make_temp_dir(ctx.artifacts, f".{stage}.tmp-{os.getpid()}-")
     manifest: dict[str, Any] = {
+        **OWNER_STAMP,
         "stage": stage,
         "profile": ctx.profile,
         "params": {s: ctx.params.resolved(s) for s in (sections or [])},

@@ -13,15 +13,21 @@ from typing import Any
 
 from uniret.core.dag import STAGES
 from uniret.runtime import StageContext
+from uniret.utils.owned import check_replaceable
 
 __all__ = ["STAGES", "run_stage"]
 
 
 def run_stage(stage: str, ctx: StageContext) -> dict[str, Any]:
     """Import `uniret.stages.<stage>` and call its `run(ctx)` (under torchrun when params
-    `distributed` gives a training stage several processes: uniret.stages.launch)."""
+    `distributed` gives a training stage several processes: uniret.stages.launch).
+
+    An output folder uniret did not write is refused before the stage does any work (stage_output
+    would refuse it only after; uniret.utils.owned).
+    """
     from uniret.stages import launch
 
+    check_replaceable(ctx.stage_dir(stage))
     if launch.wants_torchrun(stage, ctx):
         return launch.run_under_torchrun(stage, ctx)
     module = importlib.import_module(f"uniret.stages.{stage}")

@@ -1,4 +1,4 @@
-"""Small shared helpers (hashing, atomic files, environment)."""
+"""Small shared helpers (hashing, atomic files, what uniret may replace, environment)."""
 
 from uniret.utils.lazy import lazy_exports
 
@@ -16,6 +16,11 @@ _EXPORTS = {
     "LockHeld": "locks",
     "file_lock": "locks",
     "pid_alive": "locks",
+    "NotOwnedError": "owned",
+    "OWNER_STAMP": "owned",
+    "check_output_folder": "owned",
+    "check_replaceable": "owned",
+    "written_by_uniret": "owned",
     "PLAIN_RULE": "names",
     "is_plain_name": "names",
     "excerpt": "text",

@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from uniret.utils.owned import check_replaceable
+
 CHUNK = 1 << 20
 
 
@@ -63,16 +65,16 @@ def atomic_open(path: str | os.PathLike, mode: str = "w") -> Iterator[IO[Any]]:
 def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temp folder beside `path`; on success it replaces `path` (a folder) by a rename.
 
-    On any error the temp folder is removed and `path` keeps its previous content.
+    On any error the temp folder is removed and `path` keeps its previous content. An existing
+    `path` uniret did not write is refused before anything is written (uniret.utils.owned).
     """
     path = Path(path)
+    check_replaceable(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = make_temp_dir(path.parent, f".{path.name}.")
     try:
         yield tmp
-        if path.exists():
-            shutil.rmtree(path)
-        os.replace(tmp, path)
+        replace_dir(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -111,14 +113,20 @@ def hash_path(path: str | os.PathLike) -> str:
 
 
 def replace_dir(tmp: Path, final: Path) -> None:
-    """Rename `tmp` onto `final`, removing a previous `final` only after the rename succeeded."""
+    """Rename `tmp` onto `final`, removing a previous `final` only after the rename succeeded.
+
+    A previous `final` uniret did not write is refused (NotOwnedError, uniret.utils.owned).
+    """
     old = None
-    if final.exists():
+    if os.path.lexists(final):
+        check_replaceable(final)
         old = final.with_name(f".{final.name}.old-{os.getpid()}")
         os.replace(final, old)
     os.replace(tmp, final)
-    if old is not None:
+    if old is not None and old.is_dir() and not old.is_symlink():
         shutil.rmtree(old, ignore_errors=True)
+    elif old is not None:
+        old.unlink(missing_ok=True)  # an empty file, or a link, stood at the output path
 
 
 def shown_path(path: str | os.PathLike, root: str | os.PathLike) -> str:
