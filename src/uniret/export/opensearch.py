@@ -213,9 +213,6 @@ def export_bundle(bundle_dir: str | os.PathLike, out_dir: str | os.PathLike, cfg
 
     An existing out_dir is replaced only when an earlier export wrote it (uniret.utils.owned).
     """
-
-    An existing out_dir is replaced only when an earlier export wrote it (uniret.utils.owned).
-    """
     from uniret.retrieval.dense import doc_vectors, load_faiss_index
     from uniret.retrieval.sparse import vocab_tokens
 
