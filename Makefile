@@ -24,11 +24,12 @@ export ORT_DISABLE_TELEMETRY := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export DVC_SITE_CACHE_DIR := $(CURDIR)/.cache/dvc-site
 
-.PHONY: install demo test lint bench clean help pipeline image image-gpu lint-images dag-in-image
+.PHONY: install demo test test-images lint bench clean help pipeline image image-gpu lint-images dag-in-image
 
 help:
 	@echo "make demo   - install, then run the whole DAG (dvc repro) on ../shared/data with the cpu profile"
-	@echo "make test   - install, then run the test suite"
+	@echo "make test   - install, then run the test suite (CI: .ci/run, which builds the image first)"
+	@echo "make test-images - build the CPU image, then run the container tests (podman: docker/install-podman.sh)"
 	@echo "make lint   - ruff"
 	@echo "make bench  - speed/size benchmarks (writes results/bench/)"
 	@echo "make image  - build the CPU image (podman, else docker), make image-gpu the CUDA one"
@@ -79,6 +80,12 @@ image: install
 
 image-gpu: install
 	$(IMAGE_BUILD) gpu
+
+# The container tests alone, on the CPU image of this tree. Without podman or the image they skip in
+# `make test` (under CI they fail). podman, runc, debootstrap: sudo docker/install-podman.sh
+CONTAINER_TESTS = tests/docker tests/kubeflow/test_containers.py tests/pipelines/test_dag_in_image.py
+test-images: image
+	$(BIN)/python -m pytest -q $(CONTAINER_TESTS) $(PYTEST_ARGS)
 
 lint-images: install
 	$(BIN)/hadolint docker/Dockerfile docker/Dockerfile.gpu

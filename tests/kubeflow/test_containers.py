@@ -51,9 +51,7 @@ def test_unfinished_stages_count_promote_only_when_the_gate_passed(tmp_path):
     assert unfinished_stages(plan, run) == ["bm25", "promote"]
 
 
-def test_podman_service_answers_then_stops(repo_root):
-    if shutil.which("podman") is None:
-        pytest.skip("podman is not installed")
+def test_podman_service_answers_then_stops(repo_root, podman):
     folder = Path(tempfile.mkdtemp(prefix="uniret-podman-"))  # short: unix socket paths are limited
     try:
         with kc.podman_service(folder, repo_root, timeout_s=60.0) as url:

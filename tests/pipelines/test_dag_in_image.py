@@ -1,7 +1,8 @@
 """The tiny-profile DAG with every task in the built CPU image (kfp.local DockerRunner over podman's
 Docker-compatible socket) gives the metrics of the same DAG under SubprocessRunner.
 
-Needs podman and the image (`make image`); `make dag-in-image` is the same run by hand. Both runs
+Needs podman and the image of this tree (`make test-images` builds it and runs these; without them
+they skip, under CI they fail: tests/conftest.py); `make dag-in-image` is the same run by hand. Both runs
 use one params file (SciFact only, as tests/e2e does, to keep the module within minutes) and the
 same seeds; the container has its own Python build (Debian's) and BLAS threads, so scores are
 compared within SCORE_TOLERANCE rather than bit for bit.
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
 import subprocess
 import tempfile
@@ -22,8 +22,6 @@ import pytest
 import yaml
 
 from uniret.config import load_params
-from uniret.kubeflow.containers import CONTAINERS_CONF_ENV, containers_conf
-from uniret.kubeflow.images import stale_image_reason
 from uniret.kubeflow.local import run_local
 from uniret.stages import STAGES
 
@@ -33,9 +31,8 @@ EVAL_DATASETS = ["scifact"]
 SCORE_TOLERANCE = 1e-3  # absolute, on nDCG/recall/MRR values in [0, 1]
 
 
-def _python_in(image: str, repo_root: Path) -> str:
-    env = {**os.environ, CONTAINERS_CONF_ENV: containers_conf(repo_root) or ""}
-    out = subprocess.run(["podman", "run", "--rm", "--network", "none", image, "python", "-c",
+def _python_in(image: str, podman: list[str], env: dict[str, str]) -> str:
+    out = subprocess.run([*podman, "run", "--rm", "--network", "none", image, "python", "-c",
                           "import platform; print(platform.python_version())"],
                          env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -43,21 +40,7 @@ def _python_in(image: str, repo_root: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def image(repo_root) -> str:
-    if shutil.which("podman") is None:
-        pytest.skip("podman is not installed (apt-get install podman runc)")
-    tag = load_params(repo_root / "params.yaml").section("pipeline").serving_image
-    env = {**os.environ, CONTAINERS_CONF_ENV: containers_conf(repo_root) or ""}
-    if subprocess.run(["podman", "image", "exists", tag], env=env, timeout=60).returncode != 0:
-        pytest.skip(f"image {tag} not built here: run `make image`")
-    stale = stale_image_reason(["podman"], tag, repo_root, env)
-    if stale:
-        pytest.skip(stale)  # an image of other code would test that code, not this tree
-    return tag
-
-
-@pytest.fixture(scope="module")
-def runs(repo_root, shared_data, tmp_path_factory, image) -> dict[str, Any]:
+def runs(repo_root, shared_data, tmp_path_factory, cpu_image) -> dict[str, Any]:
     """The whole tiny DAG twice on the same params: in the image, then as host subprocesses."""
     base = tmp_path_factory.mktemp("dag")
     params = yaml.safe_load((repo_root / "params.yaml").read_text())
@@ -67,8 +50,8 @@ def runs(repo_root, shared_data, tmp_path_factory, image) -> dict[str, Any]:
     params_path = base / "params.yaml"
     params_path.write_text(yaml.safe_dump(params, sort_keys=False))
     cfg = dataclasses.replace(load_params(params_path).section("pipeline"), local_root=str(base / "kfp"))
-    out: dict[str, Any] = {"tag": image}  # "image" and "host" hold the two runs
-    for name, run_image in (("image", image), ("host", None)):
+    out: dict[str, Any] = {"tag": cpu_image}  # "image" and "host" hold the two runs
+    for name, run_image in (("image", cpu_image), ("host", None)):
         run = run_local(repo_root, cfg, workdir=base / name, profile="tiny", params_path=params_path,
                         data=shared_data, image=run_image)
         out[name] = run
@@ -86,10 +69,10 @@ def _flat(tree: Any, prefix: str = "") -> dict[str, float]:
     return {prefix.rstrip("/"): tree} if isinstance(tree, (int, float)) and not isinstance(tree, bool) else {}
 
 
-def test_every_task_ran_in_the_image(runs, repo_root):
+def test_every_task_ran_in_the_image(runs, podman, podman_env):
     in_image, on_host = runs["image"], runs["host"]
     assert set(in_image.manifests) == set(STAGES), f"missing: {set(STAGES) - set(in_image.manifests)}"
-    image_python = _python_in(runs["tag"], repo_root)
+    image_python = _python_in(runs["tag"], podman, podman_env)
     host_python = on_host.manifests["validate"]["versions"]["python"]
     if image_python == host_python:
         pytest.skip(f"image and host both run Python {host_python}: manifests cannot tell them apart")
@@ -113,7 +96,7 @@ def test_same_metrics_and_decision_as_the_subprocess_run(runs):
     assert (in_image / "artifacts" / "promote").is_dir() == decision[0]["passed"]
 
 
-def test_failed_task_is_caught_although_kfp_sees_exit_0(repo_root, image, tmp_path):
+def test_failed_task_is_caught_although_kfp_sees_exit_0(repo_root, cpu_image, tmp_path):
     """Where kfp.local cannot drive podman fully: run_docker_container (auto_remove=True) streams the
     logs, then container.wait() gets 404 (podman already removed the container) and kfp assumes
     exit 0. uniret makes up for it: each task checks its upstream manifest and run_local checks
@@ -129,7 +112,7 @@ def test_failed_task_is_caught_although_kfp_sees_exit_0(repo_root, image, tmp_pa
         with podman_service(socket_dir, repo_root, timeout_s=60.0) as url:
             client = docker.DockerClient(base_url=url)
             try:
-                assert run_docker_container(client, image, ["sh", "-c", "exit 3"], {}, network_mode="host") == 0
+                assert run_docker_container(client, cpu_image, ["sh", "-c", "exit 3"], {}, network_mode="host") == 0
             finally:
                 client.close()
     finally:
@@ -142,6 +125,6 @@ def test_failed_task_is_caught_although_kfp_sees_exit_0(repo_root, image, tmp_pa
     # run fails and bm25 does no work on the failed stage's (here: missing) outputs.
     with pytest.raises(StageFailed, match=r"task\(s\) validate, bm25 wrote no manifest|kfp local run failed"):
         run_local(repo_root, cfg, workdir=tmp_path / "wd", profile="tiny", stages=["validate", "bm25"],
-                  params_path=repo_root / "params.yaml", data=tmp_path / "no-such-data", image=image)
+                  params_path=repo_root / "params.yaml", data=tmp_path / "no-such-data", image=cpu_image)
     assert not (tmp_path / "wd" / "artifacts" / "validate").exists()
     assert not (tmp_path / "wd" / "artifacts" / "bm25").exists()
