@@ -50,7 +50,12 @@ class CheckpointError(StageFailed, ValueError):
     """A checkpoint file or folder cannot be read (truncated, foreign, damaged): names the file."""
 
 
-USER_ERRORS: tuple[type[BaseException], ...] = (ConfigError, DataError, FetchError, StageFailed, FileNotFoundError)
+class EngineError(RuntimeError):
+    """A search engine (Milvus) cannot be reached or refuses: names the URI or collection and why."""
+
+
+USER_ERRORS: tuple[type[BaseException], ...] = (ConfigError, DataError, FetchError, StageFailed, FileNotFoundError,
+                                                EngineError)
 
 
 # a full disk or quota, or a file size limit: the environment's problem, told in one line
