@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from uniret.bench.engine_parity import agreement, compare_modes
 from uniret.data.beir import BeirDataset
 from uniret.milvus.bundles import export_bundle, milvus_searchers
 from uniret.milvus.catalog import Catalog
 from uniret.milvus.export import Exporter
-from uniret.milvus.parity import agreement, compare_modes
 from uniret.retrieval.base import encode_queries
 from uniret.retrieval.bundle import load_searchers, read_bundle_manifest
 

@@ -15,7 +15,7 @@ from typing import Any
 from uniret.config.milvus import MilvusConfig
 from uniret.config.retrieval import RetrievalConfig
 from uniret.milvus.catalog import Catalog
-from uniret.milvus.export import ExportResult, Exporter, bundle_identity, collection_name, source_from_index
+from uniret.milvus.export import Exporter, ExportResult, bundle_identity, collection_name, source_from_index
 from uniret.milvus.native import NativeHybridSearcher
 from uniret.milvus.search import milvus_corpus_index, open_collection
 from uniret.retrieval.base import Searcher

@@ -28,7 +28,7 @@ def is_lite(uri: str) -> bool:
     return not uri.startswith(REMOTE_SCHEMES)
 
 
-def _import_milvus_lite() -> None:
+def import_milvus_lite() -> None:
     """Import milvus_lite, whose 2.5.1 __init__ reads its own version through pkg_resources, which
     setuptools >= 81 no longer ships: a stand-in answering that one call is present only while
     milvus_lite imports, so no other package ever sees it."""
@@ -63,7 +63,7 @@ def connect(uri: str, token: str | None = None, timeout_s: float = 30.0):
         if not path.parent.is_dir():
             raise EngineError(f"{uri}: the folder of this Milvus Lite file does not exist")
         uri = str(path.resolve())
-        _import_milvus_lite()
+        import_milvus_lite()
     try:
         return MilvusClient(uri=uri, token=token or "", timeout=timeout_s)
     except Exception as exc:  # noqa: BLE001 - pymilvus raises several types for one cause

@@ -158,7 +158,8 @@ class MilvusBm25Searcher(Searcher):
 
     mode = "bm25"
     encoder = None
-    uses_jvm = True  # the analyzer runs in the JVM
+    # the analyzer runs in the JVM, under the JVM lock here: the Milvus search itself runs unlocked
+    uses_jvm = False
     has_arrays = True
 
     def __init__(self, coll: OpenCollection, bm25_dir: Path, cfg: Bm25Config):
@@ -172,7 +173,9 @@ class MilvusBm25Searcher(Searcher):
 
     def _open(self):
         """The bundle's BM25 index, opened for its analyzer and its term list (the sparse ids)."""
-        with self._lock:
+        from uniret.lexical.jvm import JVM_LOCK
+
+        with self._lock, JVM_LOCK:
             if self._terms is None:
                 from uniret.lexical.bm25_weights import Bm25TermWeights
 
@@ -189,9 +192,12 @@ class MilvusBm25Searcher(Searcher):
     def request(self, texts: Sequence[str]) -> list[dict[int, float]]:
         """Each query's {term id: count}: Anserini's bag of words over the index's terms."""
         from uniret.lexical.bm25_weights import query_vectors
+        from uniret.lexical.jvm import JVM_LOCK
 
         terms = self._open()
-        return query_vectors([terms.query_terms(t) for t in texts], self._ids)
+        with JVM_LOCK:
+            counts = [terms.query_terms(t) for t in texts]
+        return query_vectors(counts, self._ids)
 
     def search_arrays(self, batch: QueryBatch, k: int) -> Hits:
         from uniret.lexical.bm25_weights import adjust_ties
