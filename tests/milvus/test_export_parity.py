@@ -17,7 +17,8 @@ from uniret.retrieval.bundle import load_searchers, read_bundle_manifest
 
 # scores agree to float32 precision; Anserini rounds BM25 scores to 4 decimals, so a raw score a
 # float ulp away from a rounding boundary lands 1e-4 away (Milvus sums the products in float)
-TOLERANCE = {"dense": 2e-6, "lexical": 1e-9, "bm25": 1.0001e-4}
+# (the static routes are the fast mode's: the same fields, queried by the static query tables)
+TOLERANCE = {"dense": 2e-6, "lexical": 1e-9, "bm25": 1.0001e-4, "dense_static": 2e-6, "lexical_static": 1e-9}
 N_QUERIES = 60
 
 
@@ -58,6 +59,7 @@ def test_a_second_export_of_the_same_bundle_changes_nothing(lite, exported, tiny
 @pytest.mark.parametrize("mode", sorted(TOLERANCE))
 def test_each_route_returns_the_in_process_ids_and_scores(both, queries, mode):
     local, remote = both
+    assert mode in local and mode in remote
     batch = encode_queries(queries[0], local["dense"].encoder)
     ours = local[mode].search_batch(batch, 100)
     theirs = remote[mode].search_batch(batch, 100)

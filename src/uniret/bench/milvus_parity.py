@@ -108,11 +108,14 @@ def _export(client, cfg, bundle, index, identity, name):
 
 
 def _remote(coll, index, bundle, retrieval, modes):
+    from uniret.milvus.bundles import parallel_routes
     from uniret.milvus.search import milvus_corpus_index
     from uniret.retrieval.modes import build_searchers
 
     remote_index = milvus_corpus_index(coll, index, bundle.bm25)
-    return build_searchers(remote_index, retrieval, bundle.encoder, bundle.bm25, bundle.has_gate, modes)
+    searchers = build_searchers(remote_index, retrieval, bundle.encoder, bundle.bm25, bundle.has_gate, modes)
+    parallel_routes(searchers)
+    return searchers
 
 
 def _speed(timing, serve_mode, args) -> dict:

@@ -14,7 +14,13 @@ from typing import Any
 import numpy as np
 
 from uniret.core.runs import Run
-from uniret.milvus.search import MilvusBm25Searcher, MilvusDenseIndex, MilvusImpactIndex, OpenCollection
+from uniret.milvus.search import (
+    MilvusBm25Searcher,
+    MilvusDenseIndex,
+    MilvusImpactIndex,
+    OpenCollection,
+    hit_arrays,
+)
 from uniret.retrieval.base import QueryBatch, Searcher
 from uniret.retrieval.dense import DenseSearcher
 from uniret.retrieval.fusion import FusionSearcher
@@ -75,8 +81,6 @@ class NativeHybridSearcher(Searcher):
             reqs = [AnnSearchRequest(data=[data[i]], anns_field=field, param={"metric_type": "IP", "params": params},
                                      limit=depth)
                     for (field, data, params), depth in zip(requests, depths, strict=True)]
-            hits = self.coll.client.hybrid_search(self.coll.name, reqs, self._ranker(), limit=k)[0]
-            rows = [int(h["id"]) for h in hits]
-            run[qid] = hits_dict(self.docids, np.asarray(rows, dtype=np.int64),
-                                 np.asarray([float(h["distance"]) for h in hits]))
+            rows, scores = hit_arrays(self.coll.client.hybrid_search(self.coll.name, reqs, self._ranker(), limit=k)[0])
+            run[qid] = hits_dict(self.docids, rows, scores.astype(np.float64))
         return run

@@ -66,11 +66,19 @@ class OpenCollection:
             res = self.client.search(self.name, data=part, anns_field=field, limit=max(limit, 1),
                                      search_params={"metric_type": "IP", "params": params or {}})
             for hits in res:
-                rows = np.fromiter((h["id"] for h in hits), dtype=np.int64, count=len(hits))
-                scores = np.fromiter((h["distance"] for h in hits), dtype=np.float32, count=len(hits))
+                rows, scores = hit_arrays(hits)
                 best = top_k_ranked(scores.astype(np.float64), k, self.ties[rows])
                 out.append((rows[best], scores[best]))
         return out
+
+
+def hit_arrays(hits) -> tuple[np.ndarray, np.ndarray]:
+    """(primary keys int64, scores float32) of one query's hits: pymilvus keeps both as lists beside
+    its per-hit dicts (reading those costs more than the search at depth 1000)."""
+    ids, distances = getattr(hits, "ids", None), getattr(hits, "distances", None)
+    if ids is None or distances is None:
+        ids, distances = [h["id"] for h in hits], [h["distance"] for h in hits]
+    return np.asarray(ids, dtype=np.int64), np.asarray(distances, dtype=np.float32)
 
 
 def open_collection(client, cfg, name: str, docids: list[str], expect: dict[str, Any]) -> OpenCollection:
