@@ -16,7 +16,7 @@ from uniret.config.milvus import MilvusConfig
 from uniret.config.retrieval import RetrievalConfig
 from uniret.milvus.catalog import Catalog
 from uniret.milvus.export import Exporter, ExportResult, bundle_identity, collection_name, source_from_index
-from uniret.milvus.native import NativeHybridSearcher, is_milvus_route
+from uniret.milvus.native import NativeHybridSearcher
 from uniret.milvus.search import milvus_corpus_index, open_collection
 from uniret.retrieval.base import Searcher
 from uniret.retrieval.bundle import Bundle, built_retrieval, open_bundle, read_bundle_manifest
@@ -81,7 +81,6 @@ def milvus_searchers(client, cfg: MilvusConfig, bundle_dir: str | Path, retrieva
     index = milvus_corpus_index(coll, bundle.index, bundle.bm25)
     query_encoder = encoder(bundle.encoder) if encoder is not None else bundle.encoder
     searchers = build_searchers(index, bundle.retrieval, query_encoder, bundle.bm25, bundle.has_gate, modes)
-    parallel_routes(searchers)
     for mode, searcher in list(searchers.items()):
         if isinstance(searcher, FusionSearcher) and searcher.method == "hybrid":
             for ranker in cfg.native_rankers:
@@ -89,9 +88,3 @@ def milvus_searchers(client, cfg: MilvusConfig, bundle_dir: str | Path, retrieva
                 searchers[native.mode] = native
     return searchers
 
-
-def parallel_routes(searchers: dict[str, Searcher]) -> None:
-    """Fusions over Milvus routes search their routes at once: each waits on the engine."""
-    for searcher in searchers.values():
-        if isinstance(searcher, FusionSearcher) and all(is_milvus_route(s) for s in searcher.searchers):
-            searcher.parallel = True

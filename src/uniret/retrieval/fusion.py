@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -90,27 +89,18 @@ class FusionSearcher(Searcher):
             s.has_arrays and getattr(s, "docids", None) == self.docids for s in self.searchers
         )
         self.ties = tie_ranks(self.docids) if self.on_arrays else None
-        # search the parts at once (threads): for parts that wait on a remote engine (uniret.milvus)
-        self.parallel = False
 
     def search_batch(self, batch: QueryBatch, k: int) -> Run:
         # each run to its own depth, so a fused top-10 is the prefix of the fused top-1000 that
         # evaluation scores; only when no run reaches k are they all taken to k
         depths = self.depths if max(self.depths) >= k else [max(d, k) for d in self.depths]
         if self.on_arrays:
-            hits = self._each(lambda s, d: s.search_arrays(batch, d), depths)
+            hits = [s.search_arrays(batch, d) for s, d in zip(self.searchers, depths, strict=True)]
             return {qid: self._fuse_arrays([h[i] for h in hits], k) for i, qid in enumerate(batch.ids)}
-        runs = self._each(lambda s, d: s.search_batch(batch, d), depths)
+        runs = [s.search_batch(batch, d) for s, d in zip(self.searchers, depths, strict=True)]
         if self.method == "rrf":
             return reciprocal_rank(runs, self.rrf_k, k)
         return interpolate(runs, self.weights, k)
-
-    def _each(self, call, depths: list[int]) -> list:
-        """`call(searcher, depth)` for every part, in order; at once on threads when `parallel`."""
-        if not self.parallel or len(self.searchers) < 2:
-            return [call(s, d) for s, d in zip(self.searchers, depths, strict=True)]
-        with ThreadPoolExecutor(len(self.searchers), thread_name_prefix="uniret-fusion") as pool:
-            return list(pool.map(call, self.searchers, depths))
 
     def _fuse_arrays(self, parts: list[tuple[np.ndarray, np.ndarray]], k: int) -> dict[str, float]:
         """One query's fusion on arrays: the same arithmetic, in the same order, as `interpolate` /
