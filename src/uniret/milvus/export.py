@@ -26,7 +26,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -38,8 +38,10 @@ from uniret.config.sections import Bm25Config
 from uniret.core.errors import EngineError
 from uniret.milvus.catalog import Catalog
 from uniret.milvus.client import engine_error
-from uniret.retrieval.modes import CorpusIndex
 from uniret.utils.files import hash_path
+
+if TYPE_CHECKING:  # the export itself needs no retrieval code (numpy arrays in, Milvus rows out)
+    from uniret.retrieval.modes import CorpusIndex
 
 log = logging.getLogger("uniret.milvus")
 
