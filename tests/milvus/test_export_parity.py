@@ -92,3 +92,33 @@ def test_agreement_counts_a_swapped_pair_as_different():
     swapped = {"q": {"a": 3.0, "b": 1.0, "c": 2.0}}
     row = agreement(local, swapped, 3)
     assert row["same_top3"] == 0.0 and row["same_top3_set"] == 1.0 and row["max_abs_score_diff"] == 1.0
+
+
+def test_milvus_native_hybrid_search_is_offered_as_extra_modes(lite, exported, tiny_bundle, queries):
+    from dataclasses import replace
+
+    remote = milvus_searchers(lite.client, replace(lite.cfg, native_rankers=["rrf", "weighted"]), tiny_bundle)
+    native = sorted(m for m in remote if "_native_" in m)
+    assert "hybrid_bm25_native_weighted" in native and "hybrid_bm25_native_rrf" in native
+    run = remote["hybrid_bm25_native_weighted"].search(dict(list(queries[0].items())[:3]), 10)
+    assert all(0 < len(hits) <= 10 for hits in run.values())
+    assert all(0.0 <= s <= 1.0 for hits in run.values() for s in hits.values())  # arctan-normalised, weights sum to 1
+
+
+def test_the_parity_command_writes_its_figures(tmp_path, repo_root, shared_data, tiny_bundle, capsys):
+    import json
+
+    from uniret.cli import main
+
+    out = tmp_path / "parity"
+    code = main(["export", "milvus-parity", "--params", str(repo_root / "params.yaml"), "--profile", "tiny",
+                 "--artifacts", str(tiny_bundle.parent.parent), "--data", str(shared_data), "--bundle", str(tiny_bundle),
+                 "--uri", str(tmp_path / "parity.db"), "--out", str(out), "--datasets", "scifact",
+                 "--max-queries", "20", "--latency-queries", "5", "--clients", "2"])
+    assert code == 0, capsys.readouterr().err
+    report = json.loads((out / "milvus_parity.json").read_text())
+    rows = report["datasets"]["scifact"]["modes"]
+    assert {"dense", "lexical", "bm25", "hybrid_bm25", "hybrid_fast"} <= set(rows)
+    assert all(row["same_top10"] >= 0.99 for mode, row in rows.items() if "_native_" not in mode), rows
+    assert set(report["speed"]["modes"]["bm25"]) == {"in_process", "milvus"}
+    assert "| scifact | hybrid_bm25 |" in (out / "milvus_parity.md").read_text()

@@ -56,7 +56,7 @@ def run_parity(args, params: Params, cfg: MilvusConfig, bundle_dir: Path | None)
                               "datasets": {}, "exports": {}, "machine": machine_info()}
     timing = None
     try:
-        for name in ctx.params.section("data").eval_datasets:
+        for name in args.datasets or ctx.params.section("data").eval_datasets:
             dataset = ctx.dataset(name)
             index = indexes.index(name, dataset)
             exported, coll = _export(client, cfg, bundle, index, identity, name)
@@ -108,14 +108,11 @@ def _export(client, cfg, bundle, index, identity, name):
 
 
 def _remote(coll, index, bundle, retrieval, modes):
-    from uniret.milvus.bundles import parallel_routes
     from uniret.milvus.search import milvus_corpus_index
     from uniret.retrieval.modes import build_searchers
 
     remote_index = milvus_corpus_index(coll, index, bundle.bm25)
-    searchers = build_searchers(remote_index, retrieval, bundle.encoder, bundle.bm25, bundle.has_gate, modes)
-    parallel_routes(searchers)
-    return searchers
+    return build_searchers(remote_index, retrieval, bundle.encoder, bundle.bm25, bundle.has_gate, modes)
 
 
 def _speed(timing, serve_mode, args) -> dict:

@@ -122,6 +122,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--data", default=None, help="data root with BEIR folders (default: $UNIRET_DATA, params)")
     q.add_argument("--artifacts", default=None, help="artifacts folder holding validate, bm25 and the encodings cache")
     q.add_argument("--out", required=True, help="output folder for milvus_parity.json and milvus_parity.md")
+    q.add_argument("--datasets", nargs="+", default=None, help="eval datasets to compare (default: data.eval_datasets)")
     q.add_argument("--max-queries", type=int, default=None, help="test queries per dataset (default: all)")
     q.add_argument("--latency-queries", type=int, default=200, help="queries timed per mode and engine (0: no timing)")
     q.add_argument("--clients", type=int, default=16, help="concurrent clients of the throughput figure")
