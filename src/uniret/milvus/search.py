@@ -96,7 +96,8 @@ def open_collection(client, cfg, name: str, docids: list[str], expect: dict[str,
     ours = f"bundle {expect.get('bundle_version')!r} (dim {expect.get('dense_dim')}, {len(docids)} docs)"
     if record.get("bundle_hash") != expect.get("bundle_hash"):
         raise EngineError(f"{name}: holds {theirs}, not this {ours}: another bundle's export")
-    if record.get("num_docs") != len(docids) or record.get("dense_dim") != expect.get("dense_dim"):
+    dim_differs = expect.get("dense_dim") is not None and record.get("dense_dim") != expect["dense_dim"]
+    if record.get("num_docs") != len(docids) or dim_differs:
         raise EngineError(f"{name}: holds {theirs}, but this {ours}: export the bundle again")
     if expect.get("sparse_quant") is not None and record.get("sparse_quant") not in (None, expect["sparse_quant"]):
         raise EngineError(f"{name}: impacts quantized with {record.get('sparse_quant')}, the bundle with "

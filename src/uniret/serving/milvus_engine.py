@@ -50,6 +50,12 @@ class AliasSource(BundleSource):
                               "does not hold")
         return published_path(self.registry_root, f"bundles/{version}"), version
 
+    def resolve(self, requested: str | None = None, expected_version: str | None = None) -> tuple[Path, str]:
+        if not requested and self.registry_root is not None and self.production() is None:
+            raise SourceError(f"milvus alias {self.milvus.alias}: not set yet (promote with milvus.export_on_promote, "
+                              "or `uniret export milvus --switch-alias`)")
+        return super().resolve(requested, expected_version)
+
     def describe(self) -> str:
         where = f"registry {self.registry_root}, alias {self.milvus.alias}" if self.registry_root is not None \
             else f"bundle {self.bundle}"
