@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     ("runtime", frozenset({"runtime"})),  # stage context and atomic stage outputs (manifest.json)
     ("domain", frozenset({
         "lexical", "models", "losses", "training", "tracking", "retrieval", "export", "evaluation",
-        "registry", "serving", "bench",
+        "registry", "serving", "bench", "milvus",
     })),
     ("stages", frozenset({"stages"})),  # one module per DAG stage
     ("entry", frozenset({"cli", "__main__", "commands", "kubeflow", "ops"})),  # what users and schedulers run

@@ -26,13 +26,20 @@ def _setup(args: argparse.Namespace):
 
 
 def _rollback(args: argparse.Namespace) -> int:
+    from uniret.milvus.promotion import engine_hook
     from uniret.registry.configured import registry_config, serving_from
     from uniret.registry.promotion import rollback
 
     params, root = _setup(args)
     dvc_push = registry_config(params).dvc_push and not args.no_dvc_push
-    result = rollback(root, serving=serving_from(params, args.serve_url), dvc_push=dvc_push)
+    engine, on_change = engine_hook(params.section("milvus")) if "milvus" in params.raw else (None, None)
+    try:
+        result = rollback(root, serving=serving_from(params, args.serve_url), dvc_push=dvc_push, on_change=on_change)
+    finally:
+        if engine is not None:
+            engine.close()
     print(f"production: {result.previous} -> {result.version} (rolled back)")
+    print(f"engine: {result.engine}")
     print(f"dvc: {result.dvc}")
     print(f"notify: {result.notify.status}: {result.notify.detail}")
     return 0

@@ -18,8 +18,8 @@ def _settings(spec: dict):
     from uniret.serving.settings import settings_from_params
 
     params = load_params(spec["params"], spec["profile"])
-    return settings_from_params(params, spec["registry"], spec["bundle"], host=spec["host"], port=spec["port"],
-                                workers=spec["workers"], modes=spec.get("modes"))
+    return settings_from_params(params, spec["registry"], spec["bundle"], spec.get("engine"), spec.get("uri"),
+                                host=spec["host"], port=spec["port"], workers=spec["workers"], modes=spec.get("modes"))
 
 
 def app_from_env():
@@ -34,12 +34,14 @@ def _serve(args: argparse.Namespace) -> int:
 
     from uniret.serving.app import create_app
 
-    spec = {k: getattr(args, k) for k in ("params", "profile", "registry", "bundle", "host", "port", "workers", "modes")}
+    spec = {k: getattr(args, k) for k in ("params", "profile", "registry", "bundle", "host", "port", "workers", "modes",
+                                          "engine", "uri")}
     settings = _settings(spec)
     cfg = settings.serve
     if settings.admin_token is None:
         log.warning("no admin token (env or serve.admin_token): /admin/reload will refuse every call")
-    print(f"uniret serve: {settings.source.describe()} on http://{cfg.host}:{cfg.port} ({cfg.workers} worker(s))",
+    engine = f", index structures in Milvus {settings.milvus.uri}" if settings.engine == "milvus" else ""
+    print(f"uniret serve: {settings.source.describe()}{engine} on http://{cfg.host}:{cfg.port} ({cfg.workers} worker(s))",
           flush=True)
     common = {"host": cfg.host, "port": cfg.port, "log_level": cfg.log_level}
     if cfg.workers > 1:
@@ -64,6 +66,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--modes", choices=("served", "all"), default=None,
                    help="modes offered: served = the default mode plus those with no transformer on the query "
                         "(no ONNX query graph for a hybrid_fast bundle); all = every mode (default: serve.modes)")
+    p.add_argument("--engine", choices=("local", "milvus"), default="local",
+                   help="local: the bundle's own index structures in this process; milvus: its Milvus collection "
+                        "(`uniret export milvus`), the alias deciding the bundle (docs/milvus.md)")
+    p.add_argument("--uri", default=None, help="with --engine milvus: http://host:19530 or a Milvus Lite file "
+                                               "(default: params milvus.uri)")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--registry", default=None, help="registry root; serves what its production.json names "
                                                       "(default: params registry.root)")

@@ -55,6 +55,7 @@ SECTIONS: dict[str, str] = {
     "encoding": "uniret.config.encoding:EncodingConfig",
     "distributed": "uniret.config.distributed:DistributedConfig",
     "opensearch": "uniret.config.export:OpenSearchExportConfig",
+    "milvus": "uniret.config.milvus:MilvusConfig",
 }
 
 

@@ -56,12 +56,16 @@ class CheckpointError(StageFailed, ValueError):
     """A checkpoint file or folder cannot be read (truncated, foreign, damaged): names the file."""
 
 
+class EngineError(RuntimeError):
+    """A search engine (Milvus) cannot be reached or refuses: names the URI or collection and why."""
+
+
 class InputFileError(StageFailed, ValueError):
     """An input file exists but cannot be read (truncated, corrupted, another format): names the file."""
 
 
 USER_ERRORS: tuple[type[BaseException], ...] = (
-    ConfigError, DataError, FetchError, StageFailed, FileNotFoundError, NotOwnedError,
+    ConfigError, DataError, FetchError, StageFailed, FileNotFoundError, NotOwnedError, EngineError,
 )
 PASSED_THROUGH = (MemoryError, RecursionError)  # the machine's problem or a bug, not the file's
 

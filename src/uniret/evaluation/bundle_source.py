@@ -72,45 +72,18 @@ class BundleSource:
 
     def runs(self, ctx: StageContext) -> Runs:
         from uniret.retrieval.base import encode_queries
-        from uniret.retrieval.bundle import ONNX_DIR, TOKENIZER_DIR, open_bundle
-        from uniret.retrieval.corpus_cache import cached_corpus_encoding
-        from uniret.retrieval.modes import build_searchers, memory_corpus_index
-        from uniret.retrieval.sharded import EncoderSpec, encode_corpus
+        from uniret.retrieval.bundle import open_bundle
+        from uniret.retrieval.modes import build_searchers
 
         cfg = ctx.params.section("retrieval")
         data = ctx.params.section("data")
         bundle = open_bundle(self._bundle_dir(ctx), cfg)
-        encoding = ctx.params.section("encoding")
-        cache_root = ctx.artifacts / encoding.cache_dir
-        # corpora go through at the corpus-pass batch size, as the index stage encodes them (the
-        # bundle's own encoder batches queries at retrieval.query_batch_size)
-        doc_encoder = bundle.encoder.with_batch_size(encoding.batch_size)
-        model_id = bundle_encoder_key(bundle.manifest, bundle.path / ONNX_DIR, encoding.batch_size)
         modes = [m for m in (self.modes or cfg.modes) if m not in SKIPPED_MODES]
-        dist = ctx.params.section("distributed")  # encode_shards > 1: worker processes rebuild the ONNX encoder
-        spec = EncoderSpec("onnx", str(bundle.path / ONNX_DIR), encoding.batch_size,
-                           bundle.manifest["query_max_length"], bundle.manifest["doc_max_length"],
-                           tokenizer=str(bundle.path / TOKENIZER_DIR))
+        indexes = DatasetIndexes(ctx, bundle)
         runs: Runs = {}
         for name in eval_datasets(ctx):
             dataset = ctx.dataset(name)
-            docs = list(dataset.iter_corpus())
-            docids = [d.id for d in docs]
-            # the bundle's own index only for its own corpus: a folder of the same name holding other
-            # documents (`uniret evaluate --data DIR`) is encoded like any other corpus
-            if name == bundle.manifest["train_dataset"] and docids == list(bundle.index.docids):
-                index = bundle.index
-            else:
-                encoded = cached_corpus_encoding(
-                    cache_root, model_id, dataset.corpus_path, docids,
-                    lambda docs=docs: encode_corpus(doc_encoder, spec, [d.contents for d in docs],
-                                                    [d.id for d in docs], dist.encode_shards, dist.encode_threads),
-                    label=f"bundle/{name}",
-                )
-                bm25_dir = ctx.stage_dir("bm25") / BM25_INDEXES / name
-                index = memory_corpus_index(docids, encoded, cfg, bm25_dir if bm25_dir.is_dir() else None,
-                                            bundle.index.bm25_weight, bundle.index.fusion_weights,
-                                            bundle.index.static_query)
+            index = indexes.index(name, dataset)
             searchers = build_searchers(index, cfg, bundle.encoder, bundle.bm25, bundle.has_gate, modes)
             batch = encode_queries(dataset.split_queries(data.eval_split), bundle.encoder)
             for mode, searcher in searchers.items():
@@ -119,3 +92,49 @@ class BundleSource:
                                      for m in searchers}
             log.info("bundle source %s: %s", name, self.provenance[name])
         return runs
+
+
+class DatasetIndexes:
+    """The index structures a bundle searches each eval dataset with: its own for its own corpus,
+    else the dataset's corpus encoded by the bundle's document encoder (cached) in memory, with that
+    dataset's BM25 index from the bm25 stage. `bundle`: opened with the current retrieval params."""
+
+    def __init__(self, ctx: StageContext, bundle) -> None:
+        from uniret.retrieval.bundle import ONNX_DIR, TOKENIZER_DIR
+        from uniret.retrieval.sharded import EncoderSpec
+
+        self.ctx = ctx
+        self.bundle = bundle
+        encoding = ctx.params.section("encoding")
+        self.cache_root = ctx.artifacts / encoding.cache_dir
+        # corpora go through at the corpus-pass batch size, as the index stage encodes them (the
+        # bundle's own encoder batches queries at retrieval.query_batch_size)
+        self.doc_encoder = bundle.encoder.with_batch_size(encoding.batch_size)
+        self.model_id = bundle_encoder_key(bundle.manifest, bundle.path / ONNX_DIR, encoding.batch_size)
+        self.dist = ctx.params.section("distributed")  # encode_shards > 1: worker processes rebuild the ONNX encoder
+        self.spec = EncoderSpec("onnx", str(bundle.path / ONNX_DIR), encoding.batch_size,
+                                bundle.manifest["query_max_length"], bundle.manifest["doc_max_length"],
+                                tokenizer=str(bundle.path / TOKENIZER_DIR))
+
+    def index(self, name: str, dataset):
+        """The CorpusIndex of dataset `name` (a BeirDataset)."""
+        from uniret.retrieval.corpus_cache import cached_corpus_encoding
+        from uniret.retrieval.modes import memory_corpus_index
+        from uniret.retrieval.sharded import encode_corpus
+
+        bundle, dist = self.bundle, self.dist
+        docs = list(dataset.iter_corpus())
+        docids = [d.id for d in docs]
+        # the bundle's own index only for its own corpus: a folder of the same name holding other
+        # documents (`uniret evaluate --data DIR`) is encoded like any other corpus
+        if name == bundle.manifest["train_dataset"] and docids == list(bundle.index.docids):
+            return bundle.index
+        encoded = cached_corpus_encoding(
+            self.cache_root, self.model_id, dataset.corpus_path, docids,
+            lambda docs=docs: encode_corpus(self.doc_encoder, self.spec, [d.contents for d in docs],
+                                            [d.id for d in docs], dist.encode_shards, dist.encode_threads),
+            label=f"bundle/{name}",
+        )
+        bm25_dir = self.ctx.stage_dir("bm25") / BM25_INDEXES / name
+        return memory_corpus_index(docids, encoded, bundle.retrieval, bm25_dir if bm25_dir.is_dir() else None,
+                                   bundle.index.bm25_weight, bundle.index.fusion_weights, bundle.index.static_query)

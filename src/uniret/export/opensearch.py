@@ -1,5 +1,10 @@
 """A bundle laid out for OpenSearch: serving beyond one machine on an existing distributed engine.
 
+Checked against the engine's documented request schemas only (tests/export/schemas/opensearch.yaml):
+no OpenSearch has run this export (none installs here), so whether its results equal the served
+mode's is not known. The export checked against a running engine is Milvus's (uniret.milvus,
+docs/milvus.md: measured parity with the in-process searchers).
+
 `export_bundle` writes, from a bundle's own index structures (no re-encoding):
 - index.json: settings + mappings: a `knn_vector` field (faiss/lucene HNSW, inner product, the
   bundle's HNSW parameters) and a `rank_features` field for the learned-sparse weights (what the

@@ -53,6 +53,17 @@ ID_FIELD = "id"
 TIE_SLACK = 64
 
 
+def docid_rows(index_dir: str | os.PathLike, names: list[str | None], docids: list[str]) -> np.ndarray:
+    """Row in `docids` of each Lucene doc named `names[i]` (-1 for a deleted one, None); a clear error
+    naming the index when one of its documents is not in `docids` (it belongs to another corpus)."""
+    row = {d: i for i, d in enumerate(docids)}
+    unknown = [d for d in names if d is not None and d not in row]
+    if unknown:
+        raise ValueError(f"{index_dir}: {len(unknown)} BM25 documents are not in the corpus's doc ids "
+                         f"(first: {unknown[0]!r})")
+    return np.asarray([row[d] if d is not None else -1 for d in names], dtype=np.int64)
+
+
 class Bm25ArraySearcher:
     """An open BM25 index answering one query at a time with (Lucene doc ids, float32 scores).
 

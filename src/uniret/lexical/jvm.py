@@ -28,6 +28,9 @@ DROPPED_OPTIONS = ("--add-modules=jdk.incubator.vector",)
 EXTRA_OPTIONS = ("--sun-misc-unsafe-memory-access=allow",)
 
 _lock = threading.Lock()
+# pyjnius is not safe for concurrent calls from several Python threads: every caller that runs Java
+# from a thread pool (serving's searches: uniret.serving.state.RETRIEVAL_LOCK is this lock) holds it
+JVM_LOCK = threading.RLock()
 _started = False
 _helpers = False  # uniret's own Java classes (uniret.lexical.java_helpers) are on the classpath
 _kept_java_loggers: list[Any] = []  # java.util.logging holds loggers weakly; keep ours alive

@@ -3,11 +3,14 @@ tell serving.
 
 The pointer flip is the commit point. Retention (registry.keep_history), `dvc push` and the reload
 call come after it: when any fails, the result says so and the promotion (or rollback) stands.
+`on_change(bundle folder)` runs right after the flip, under the same lock, so that an engine's
+serving alias (uniret.milvus) moves in the same order as the pointer; its failure is reported too.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,10 +50,26 @@ class PromotionResult:
     notify: NotifyResult = field(default_factory=lambda: NotifyResult("skipped", "not attempted"))
     pruned: list[str] = field(default_factory=list)  # bundles deleted by retention (registry.keep_history)
     retention: str = "not attempted"  # what retention did, or why it did not
+    engine: str = "not configured"  # what on_change did (the Milvus alias), or why it failed
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: v for k, v in self.__dict__.items() if k != "notify"}
         return {**out, "notify": self.notify.to_dict()}
+
+
+# an engine's move to a new production bundle (its folder); returns what it did
+OnChange = Callable[[Path], str]
+
+
+def _engine_change(on_change: OnChange | None, root: Path, version: str) -> str:
+    """Run `on_change` on the bundle now production (caller holds the lock); a failure is reported."""
+    if on_change is None:
+        return "not configured"
+    try:
+        return on_change(bundles.bundle_dir(root, version))
+    except Exception as exc:  # noqa: BLE001 - the pointer flip stands; the result says what failed
+        log.error("engine update after the pointer flip failed (the flip stands): %s", exc)
+        return f"failed: {exc}"
 
 
 def _after_change(root: Path, version: str, serving: Serving, dvc_push: bool) -> tuple[str, NotifyResult]:
@@ -70,6 +89,7 @@ def promote(
     dvc_push: bool = True,
     keep_history: int | None = None,
     attachments: dict[str, Path] | None = None,
+    on_change: OnChange | None = None,
 ) -> PromotionResult:
     """Publish bundle folder `source` (unless identical content is already published) and make it production.
 
@@ -80,6 +100,8 @@ def promote(
     `keep_history`: after the flip, under the same lock, delete every bundle but production and
     that many of its rollback history (uniret.registry.retention); None keeps every bundle.
     `attachments`: folders published with the bundle (bundles.publish).
+    `on_change`: see the module doc (also run when the bundle already is production, so a re-run
+    repairs an engine alias that a failed run left behind).
     """
     root, serving = Path(root), serving or Serving()
     root.mkdir(parents=True, exist_ok=True)
@@ -92,7 +114,8 @@ def promote(
         existing = bundles.find_by_hash(root, content_hash)
         if existing is not None and existing == previous:
             log.info("bundle %s (same content) already is production: nothing to promote", existing)
-            return PromotionResult("promote", existing, previous, False, False, current, "skipped: no change")
+            return PromotionResult("promote", existing, previous, False, False, current, "skipped: no change",
+                                   engine=_engine_change(on_change, root, existing))
         published = existing is None
         if published:
             existing = bundles.publish(root, source, evaluation=evaluation, decision=decision,
@@ -100,12 +123,14 @@ def promote(
                                        content_hash=content_hash, attachments=attachments)
         checked = frozenset(v for v in (previous, existing) if v)
         pointer = point_to(root, existing, checked - {existing})
+        engine = _engine_change(on_change, root, existing)
         pruned, retention = _retain(root, keep_history, checked)
         if keep_history is not None:
             pointer = read_pointer(root) or pointer  # retention may have trimmed the history
     log.info("production: %s -> %s (retention: %s)", previous, existing, retention)
     dvc, notified = _after_change(root, existing, serving, dvc_push)
-    return PromotionResult("promote", existing, previous, published, True, pointer, dvc, notified, pruned, retention)
+    return PromotionResult("promote", existing, previous, published, True, pointer, dvc, notified, pruned, retention,
+                           engine)
 
 
 def _retain(root: Path, keep_history: int | None, verified: frozenset[str]) -> tuple[list[str], str]:
@@ -120,13 +145,17 @@ def _retain(root: Path, keep_history: int | None, verified: frozenset[str]) -> t
     return deleted, f"kept production + {keep_history} of its history, deleted {len(deleted)}"
 
 
-def rollback(root: str | Path, *, serving: Serving | None = None, dvc_push: bool = True) -> PromotionResult:
-    """Restore the previous production bundle; a clear RegistryError when there is none."""
+def rollback(root: str | Path, *, serving: Serving | None = None, dvc_push: bool = True,
+             on_change: OnChange | None = None) -> PromotionResult:
+    """Restore the previous production bundle; a clear RegistryError when there is none.
+    `on_change`: as for `promote`, on the restored bundle."""
     root, serving = Path(root), serving or Serving()
     if not root.is_dir():
         raise RegistryError(f"{root}: registry not found: nothing to roll back")
     with registry_lock(root):
         pointer, withdrawn = point_back(root)
+        engine = _engine_change(on_change, root, pointer["version"])
     log.info("rolled back production: %s -> %s", withdrawn["version"], pointer["version"])
     dvc, notified = _after_change(root, pointer["version"], serving, dvc_push)
-    return PromotionResult("rollback", pointer["version"], withdrawn["version"], False, True, pointer, dvc, notified)
+    return PromotionResult("rollback", pointer["version"], withdrawn["version"], False, True, pointer, dvc, notified,
+                           engine=engine)

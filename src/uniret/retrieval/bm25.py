@@ -49,23 +49,14 @@ class Bm25ModeSearcher(Searcher):
     def _open(self):
         with self._lock:
             if self._searcher is None:
-                from uniret.lexical.bm25_arrays import Bm25ArraySearcher
+                from uniret.lexical.bm25_arrays import Bm25ArraySearcher, docid_rows
 
                 searcher = Bm25ArraySearcher(self.index_dir, self.cfg, rm3=self.rm3)
                 self._names = searcher.docids
                 if self.docids is not None:
-                    self._rows = self._row_table(searcher.docids)
+                    self._rows = docid_rows(self.index_dir, searcher.docids, self.docids)
                 self._searcher = searcher
             return self._searcher
-
-    def _row_table(self, names: list[str | None]) -> np.ndarray:
-        """Row in `self.docids` of each Lucene doc (-1 for a deleted one); raises for an unknown id."""
-        row = {d: i for i, d in enumerate(self.docids or [])}
-        unknown = [d for d in names if d is not None and d not in row]
-        if unknown:
-            raise ValueError(f"{self.index_dir}: {len(unknown)} BM25 documents are not in the corpus's doc ids "
-                             f"(first: {unknown[0]!r})")
-        return np.asarray([row[d] if d is not None else -1 for d in names], dtype=np.int64)
 
     def search_batch(self, batch: QueryBatch, k: int) -> Run:
         searcher = self._open()

@@ -129,28 +129,53 @@ def fusion_weights_of(manifest: dict[str, Any]) -> dict[str, list[float]]:
 
 
 def open_bundle(bundle_dir: str | Path, cfg: RetrievalConfig | None = None, threads: int | None = None,
-                backend_cfg: RetrievalConfig | None = None) -> Bundle:
+                backend_cfg: RetrievalConfig | None = None, structures: bool = True) -> Bundle:
     """Open a bundle; `cfg` overrides the retrieval params it was built with (query side only:
     modes, k, uni K, fusion, lexical backend; the index structures are what they are).
     `backend_cfg` overrides only the lexical backend choice (lexical_backend, memory_max_docs):
-    serving and the bench pass the current params so the bundle's other params stay in force."""
+    serving and the bench pass the current params so the bundle's other params stay in force.
+    `structures=False` opens the query side only (encoders, doc ids, learned weights, static
+    tables, the BM25 folder's path): an engine such as Milvus holds the index structures."""
     path = Path(bundle_dir)
     manifest = read_bundle_manifest(path)
     with reading(path / MANIFEST, "bundle manifest"):  # a field missing: not a manifest the index stage wrote
-        built_params = manifest["params"]["retrieval"]
         bm25_params = manifest["params"]["bm25"]
         lengths = manifest["query_max_length"], manifest["doc_max_length"]
-    if "bm25_signal" not in (built_params.get("fusion") or {}):  # built before RM3: its weights fuse plain BM25
-        built_params = {**built_params, "fusion": {**(built_params.get("fusion") or {}), "bm25_signal": "bm25"}}
-    built_with = build(RetrievalConfig, built_params, f"{path / MANIFEST}: params.retrieval")
+        built_with = built_retrieval(manifest, path)
     cfg = cfg or built_with
     bm25_cfg = build(Bm25Config, bm25_params, f"{path / MANIFEST}: params.bm25")
     tokenizer = load_tokenizer(path)
     # lazy: the query graph loads on the first transformer-mode query, never for the static modes
     encoder = OnnxEncoder(path / ONNX_DIR, tokenizer, cfg.query_batch_size, *lengths, threads, lazy=True)
     docids = load_docids(path)
-    quant = built_with.lexical.quant  # the impacts were quantized with the build-time quant
     index = CorpusIndex(docids=docids)
+    if structures:
+        _open_structures(path, index, cfg, built_with, backend_cfg, tokenizer)
+    index.bm25_weight = (manifest.get("model") or {}).get("bm25_weight")
+    index.fusion_weights = fusion_weights_of(manifest)
+    with reading(path / STATIC_DIR, "static query tables"):
+        index.static_query = load_static_query(path / STATIC_DIR, tokenizer, lengths[0])
+    if index.static_query is not None:
+        index.provenance["static"] = f"bundle static query tables ({STATIC_DIR}/)"
+    if (path / BM25_DIR).is_dir():
+        index.bm25_dir = path / BM25_DIR
+        index.provenance["bm25"] = f"bundle Lucene BM25 index ({BM25_DIR}/)"
+    return Bundle(path, manifest, cfg, bm25_cfg, encoder, index)
+
+
+def built_retrieval(manifest: dict[str, Any], path: Path) -> RetrievalConfig:
+    """The retrieval params the bundle was built with (its index types, its quantization)."""
+    built_params = manifest["params"]["retrieval"]
+    if "bm25_signal" not in (built_params.get("fusion") or {}):  # built before RM3: its weights fuse plain BM25
+        built_params = {**built_params, "fusion": {**(built_params.get("fusion") or {}), "bm25_signal": "bm25"}}
+    return build(RetrievalConfig, built_params, f"{path / MANIFEST}: params.retrieval")
+
+
+def _open_structures(path: Path, index: CorpusIndex, cfg: RetrievalConfig, built_with: RetrievalConfig,
+                     backend_cfg: RetrievalConfig | None, tokenizer) -> None:
+    """The bundle's dense and lexical index structures into `index`."""
+    docids = index.docids
+    quant = built_with.lexical.quant  # the impacts were quantized with the build-time quant
     if (path / DENSE_FILE).is_file():
         cpu_index = load_faiss_index(path / DENSE_FILE)
         index.doc_vectors = doc_vectors(cpu_index)
@@ -167,16 +192,6 @@ def open_bundle(bundle_dir: str | Path, cfg: RetrievalConfig | None = None, thre
     elif backend == "memory":
         index.lexical = index.impacts
         index.provenance["lexical"] = f"bundle impacts in memory ({IMPACTS_FILE}, inverted index)"
-    index.bm25_weight = (manifest.get("model") or {}).get("bm25_weight")
-    index.fusion_weights = fusion_weights_of(manifest)
-    with reading(path / STATIC_DIR, "static query tables"):
-        index.static_query = load_static_query(path / STATIC_DIR, tokenizer, lengths[0])
-    if index.static_query is not None:
-        index.provenance["static"] = f"bundle static query tables ({STATIC_DIR}/)"
-    if (path / BM25_DIR).is_dir():
-        index.bm25_dir = path / BM25_DIR
-        index.provenance["bm25"] = f"bundle Lucene BM25 index ({BM25_DIR}/)"
-    return Bundle(path, manifest, cfg, bm25_cfg, encoder, index)
 
 
 def load_searchers(

@@ -41,6 +41,8 @@ class CorpusIndex:
     lexical: ImpactIndex | None = None
     impacts: MemoryImpactIndex | None = None  # in-memory impacts, for exhaustive scoring
     bm25_dir: Path | None = None
+    # BM25 answered by a search engine (uniret.milvus) instead of the Lucene index at bm25_dir
+    bm25_searcher: Searcher | None = None
     bm25_weight: float | None = None  # CLEAR lambda_test of the indexed model (None: not a BM25-residual model)
     # {fusion mode: weights of its runs} learned on the dev split (index stage); absent: params' alpha
     fusion_weights: dict[str, list[float]] = field(default_factory=dict)
@@ -84,7 +86,7 @@ def _needs(mode: str, cfg: RetrievalConfig) -> set[str]:
         return set().union(*(_needs(m, cfg) for m in fused_runs(mode, cfg)))
     return {
         "bm25": {"bm25"},
-        "bm25_rm3": {"bm25"},
+        "bm25_rm3": {"bm25_index"},  # RM3 reads the Lucene index's document vectors
         "dense": {"dense"},
         "lexical": {"lexical"},
         "uni": {"lexical", "vectors"},
@@ -112,7 +114,8 @@ def build_searchers(
         "vectors": index.doc_vectors is not None,
         "lexical": index.lexical is not None,
         "impacts": index.impacts is not None,
-        "bm25": index.bm25_dir is not None and bm25_cfg is not None,
+        "bm25_index": index.bm25_dir is not None and bm25_cfg is not None,
+        "bm25": index.bm25_searcher is not None or (index.bm25_dir is not None and bm25_cfg is not None),
         "gate": has_gate,
         "bm25_weight": index.bm25_weight is not None,
         "static": index.static_query is not None,
@@ -122,8 +125,10 @@ def build_searchers(
     def make(mode: str) -> Searcher:
         if mode in built:
             return built[mode]
-        if mode in ("bm25", "bm25_rm3"):
-            searcher: Searcher = Bm25ModeSearcher(index.bm25_dir, bm25_cfg, index.docids, rm3=mode == "bm25_rm3")
+        if mode == "bm25" and index.bm25_searcher is not None:
+            searcher: Searcher = index.bm25_searcher
+        elif mode in ("bm25", "bm25_rm3"):
+            searcher = Bm25ModeSearcher(index.bm25_dir, bm25_cfg, index.docids, rm3=mode == "bm25_rm3")
         elif mode == "dense":
             searcher = DenseSearcher(index.dense, index.docids, encoder)
         elif mode == "lexical":

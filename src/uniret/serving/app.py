@@ -114,8 +114,18 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
         from uniret.retrieval.faiss_loader import faiss
 
         faiss.omp_set_num_threads(cfg.faiss_threads)  # process-wide: this process only serves
-    default_loader = bundle_loader(cfg.onnx_threads, settings.retrieval, cfg.batch_max, cfg.batch_wait_ms,
-                                   cfg.request_timeout_s, cfg.batch_workers, cfg.modes, cfg.default_mode)
+    engine = None  # the Milvus client when the structures live in Milvus
+    if settings.engine == "milvus":
+        from uniret.milvus.client import connect_configured
+        from uniret.serving.milvus_engine import alias_source, milvus_loader
+
+        engine = connect_configured(settings.milvus)  # EngineError (one line) when unreachable
+        source = alias_source(source, engine, settings.milvus)
+        default_loader = milvus_loader(engine, settings.milvus, cfg.onnx_threads, cfg.batch_max, cfg.batch_wait_ms,
+                                       cfg.request_timeout_s, cfg.batch_workers, cfg.modes, cfg.default_mode)
+    else:
+        default_loader = bundle_loader(cfg.onnx_threads, settings.retrieval, cfg.batch_max, cfg.batch_wait_ms,
+                                       cfg.request_timeout_s, cfg.batch_workers, cfg.modes, cfg.default_mode)
     state = ServingState(source.verified_loader(loader or default_loader), cfg.probe_query, cfg.default_mode)
     search_pool = ThreadPoolExecutor(cfg.search_threads(), thread_name_prefix="uniret-search")
     admin_pool = ThreadPoolExecutor(1, thread_name_prefix="uniret-admin")
@@ -154,6 +164,8 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
         search_pool.shutdown(wait=True)
         admin_pool.shutdown(wait=True)
         state.close()
+        if engine is not None:
+            engine.close()
 
     app = FastAPI(title="uniret", description="Hybrid (learned-sparse + dense) first-stage retrieval",
                   lifespan=lifespan)

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from uniret.config.milvus import MilvusConfig
 from uniret.config.params import Params
 from uniret.config.retrieval import RetrievalConfig
 from uniret.config.serving import ServeConfig
@@ -22,14 +23,18 @@ class ServingSettings:
     source: BundleSource
     admin_token: str | None = None
     retrieval: RetrievalConfig | None = None  # this process's params: picks the lexical backend
+    engine: str = "local"  # local: the bundle's own structures in this process; milvus: a Milvus collection
+    milvus: MilvusConfig | None = None  # the `milvus` section (uri from --uri) when engine is milvus
 
 
 def settings_from_params(
-    params: Params, registry: str | None = None, bundle: str | None = None, **overrides
+    params: Params, registry: str | None = None, bundle: str | None = None, engine: str | None = None,
+    uri: str | None = None, **overrides
 ) -> ServingSettings:
     """Settings from params (`serve`, `registry`); `bundle` (a folder) wins over `registry` and params.
 
     `overrides` replace fields of the `serve` section (e.g. host, port from the command line).
+    `engine` milvus serves from the `milvus` section's engine (`uri` overrides its uri).
     The admin token comes from the env var named by registry.token_env, else serve.admin_token.
     """
     from dataclasses import replace
@@ -55,4 +60,10 @@ def settings_from_params(
         raise ValueError("serving needs --bundle or --registry (or a `registry` section in params.yaml)")
     token = os.environ.get(token_env) or serve.admin_token
     retrieval = params.section("retrieval") if "retrieval" in params.raw else None
-    return ServingSettings(serve=serve, source=source, admin_token=token, retrieval=retrieval)
+    milvus = None
+    if engine == "milvus":
+        milvus = replace(params.section("milvus"), uri=uri or params.section("milvus").uri)
+        if not milvus.uri:
+            raise ValueError("serving from Milvus needs --uri (or params milvus.uri)")
+    return ServingSettings(serve=serve, source=source, admin_token=token, retrieval=retrieval,
+                           engine=engine or "local", milvus=milvus)

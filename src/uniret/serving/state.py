@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from uniret.config.retrieval import MODES
+from uniret.lexical.jvm import JVM_LOCK
 from uniret.retrieval.base import QueryBatch, Searcher
 
 log = logging.getLogger("uniret.serving")
@@ -34,7 +35,7 @@ PROBE_QID = "probe"
 # step of a searcher that calls Java (Lucene through pyjnius, plus the cheap faiss/numpy parts of
 # the same searcher) runs under this process-wide lock; searchers without Java (dense, in-memory
 # lexical/uni) and query encoding (ONNX Runtime) run outside it, so requests use every core.
-RETRIEVAL_LOCK = threading.RLock()
+RETRIEVAL_LOCK = JVM_LOCK
 
 
 def search_one(searcher: Searcher, qid: str, query: str, k: int):

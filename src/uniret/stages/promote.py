@@ -12,6 +12,7 @@ from typing import Any
 from uniret.config.paths import params_dir
 from uniret.core.jsonio import read_json
 from uniret.evaluation.outputs import PER_QUERY_DIR
+from uniret.milvus.promotion import engine_hook, export_before_flip
 from uniret.registry.bundles import EVALUATION_DIR
 from uniret.registry.configured import registry_config, registry_root, serving_from
 from uniret.registry.lineage import build_lineage
@@ -52,6 +53,10 @@ def run(ctx: StageContext) -> dict[str, Any]:
         served = ctx.require("evaluate") / PER_QUERY_DIR / system
         attachments = {f"{EVALUATION_DIR}/{PER_QUERY_DIR}/{system}": served} if served.is_dir() else None
         lineage = build_lineage(ctx.params, validate if validate.is_dir() else None, None, params_dir(ctx.params))
+        milvus = ctx.params.section("milvus") if "milvus" in ctx.params.raw else None
+        engine, on_change = engine_hook(milvus) if milvus is not None else (None, None)
+        if engine is not None:  # the candidate's collection is complete before the flip moves the alias onto it
+            log.info("promote: milvus export %s", export_before_flip(engine, milvus, bundle))
         result = promote(
             registry_root(ctx.params),
             bundle,
@@ -62,11 +67,14 @@ def run(ctx: StageContext) -> dict[str, Any]:
             dvc_push=registry.dvc_push,
             keep_history=registry.keep_history,
             attachments=attachments,
+            on_change=on_change,
         )
+        if engine is not None:
+            engine.close()
         status = "promoted" if result.changed else "unchanged: bundle already is production"
         manifest["metrics"] = {"promoted": result.changed, "status": status, "version": result.version,
                                "previous": result.previous, "notify": result.notify.status, "dvc": result.dvc,
-                               "retention": result.retention, "pruned": result.pruned}
+                               "retention": result.retention, "pruned": result.pruned, "engine": result.engine}
         atomic_write_json(out / RESULT_JSON, result.to_dict())
     log.info("promote: %s %s (notify %s: %s)", status, result.version, result.notify.status, result.notify.detail)
     return manifest["metrics"]
