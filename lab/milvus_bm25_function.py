@@ -1,9 +1,9 @@
 """Milvus's own BM25 (a BM25 function on a text field) against the bundle's Lucene BM25, on the same
 test queries: which of the two ways uniret could serve BM25 from Milvus ranks as the bundle does.
 
-Usage: python benchmarks/milvus_bm25_function.py --artifacts artifacts --uri /tmp/bm25fn.db \
+Usage: python lab/milvus_bm25_function.py --artifacts artifacts --uri /tmp/bm25fn.db \
            [--datasets scifact nfcorpus] [--params params.yaml --profile cpu] \
-           [--out benchmarks/results/milvus_bm25_function.json]
+           [--out lab/results/milvus_bm25_function.json]
 
 Per dataset: the validated corpus (title + text, as uniret's BM25 index holds it) goes into a
 collection with Milvus's `english` analyzer (standard tokenizer, lowercase, Snowball English
@@ -60,7 +60,7 @@ def main() -> None:
     parser.add_argument("--profile", default="cpu")
     parser.add_argument("--data", default=None)
     parser.add_argument("--datasets", nargs="*", default=None)
-    parser.add_argument("--out", default="benchmarks/results/milvus_bm25_function.json")
+    parser.add_argument("--out", default="lab/results/milvus_bm25_function.json")
     args = parser.parse_args()
     ctx = make_context(args.params, args.profile, args.data, args.artifacts)
     bm25 = ctx.params.section("bm25")
