@@ -34,6 +34,7 @@ from uniret.evaluation.compare_systems import (
 from uniret.evaluation.outputs import METRICS_JSON, METRICS_MD
 from uniret.runtime import MANIFEST
 from uniret.utils.files import atomic_write_json, make_temp_dir, replace_dir
+from uniret.utils.owned import OWNER_STAMP
 
 DEMO_FILE = "demo.json"
 EVALUATE_DIR = "evaluate"
@@ -150,6 +151,8 @@ def collect(artifacts: Path, out: Path, served: str | None = None, demo_seconds:
             stem.with_suffix(".md").write_text(render_comparison(results, other, mode, metric), encoding="utf-8")
         atomic_write_json(tmp / DEMO_FILE, demo)
         for name in (EVALUATE_DIR, SIGNIFICANCE_DIR):
+            # stamped, so the next collect may replace the folder (uniret.utils.owned)
+            atomic_write_json(tmp / name / MANIFEST, {**OWNER_STAMP, "written_by_command": "uniret results collect"})
             replace_dir(tmp / name, out / name)
         (tmp / DEMO_FILE).replace(out / DEMO_FILE)
     finally:

@@ -146,6 +146,8 @@ class Tables:
 
     def run_caption(self) -> str:
         d = self.demo
+        if d.get("provenance"):  # figures not from one cold demo: say where they come from instead
+            return f"Quality: {d['provenance']} ({d['machine']}, profile {d.get('profile')}, recipe {d.get('recipe')})."
         time_ = (f"the demo took {_minutes(d['demo_seconds'])} (`make demo`, cold, install included)"
                  if d.get("demo_seconds") is not None
                  else f"its stages took {_minutes(sum((d.get('stage_seconds') or {}).values()) or None)}")

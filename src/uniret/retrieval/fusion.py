@@ -63,7 +63,7 @@ class FusionSearcher(Searcher):
     """Fuses the runs of other searchers (each taken to `depth`): `hybrid` or `rrf`."""
 
     def __init__(self, searchers: Sequence[Searcher], method: str, depth: int | Sequence[int], alpha: float = 0.5,
-                 rrf_k: int = 60, weights: Sequence[float] | None = None):
+                 rrf_k: int = 60, weights: Sequence[float] | None = None, fixed_depths: bool = False):
         """`depth`: docs taken from every run, or one depth per run (e.g. a shorter BM25 run)."""
         if method not in ("hybrid", "rrf"):
             raise ValueError(f"unknown fusion method {method!r}; use hybrid or rrf")
@@ -75,6 +75,7 @@ class FusionSearcher(Searcher):
         self.depths = [depth] * len(self.searchers) if isinstance(depth, int) else list(depth)
         if len(self.depths) != len(self.searchers):
             raise ValueError(f"{len(searchers)} runs to fuse but {len(self.depths)} depths")
+        self.fixed_depths = fixed_depths
         self.alpha = alpha
         self.rrf_k = rrf_k
         # learned weights (index stage, dev split) win over params' alpha / equal weights
@@ -92,8 +93,9 @@ class FusionSearcher(Searcher):
 
     def search_batch(self, batch: QueryBatch, k: int) -> Run:
         # each run to its own depth, so a fused top-10 is the prefix of the fused top-1000 that
-        # evaluation scores; only when no run reaches k are they all taken to k
-        depths = self.depths if max(self.depths) >= k else [max(d, k) for d in self.depths]
+        # evaluation scores; only when no run reaches k are they all taken to k (unless the depths
+        # are fixed: hybrid_fast's cut is its latency budget, evaluated as it is served)
+        depths = self.depths if self.fixed_depths or max(self.depths) >= k else [max(d, k) for d in self.depths]
         if self.on_arrays:
             hits = [s.search_arrays(batch, d) for s, d in zip(self.searchers, depths, strict=True)]
             return {qid: self._fuse_arrays([h[i] for h in hits], k) for i, qid in enumerate(batch.ids)}

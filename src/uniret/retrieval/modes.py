@@ -149,7 +149,8 @@ def build_searchers(
             depths = ([cfg.fusion.fast_depth] * len(names) if mode == "hybrid_fast"
                       else [cfg.fusion.depth_of(m) for m in names])
             searcher = FusionSearcher([make(m) for m in names], method, depths,
-                                      cfg.fusion.alpha, cfg.fusion.rrf_k, weights=index.fusion_weights.get(mode))
+                                      cfg.fusion.alpha, cfg.fusion.rrf_k, weights=index.fusion_weights.get(mode),
+                                      fixed_depths=mode == "hybrid_fast")
             searcher.mode = mode
         built[mode] = searcher
         return searcher
