@@ -119,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(json.dumps(kit, indent=2))
     if kit["total_mib"] > CARRY_LIMIT_MIB - 4:  # the repository itself travels too (~3 MiB)
         print(f"note: {kit['total_mib']} MiB is more than one device-tool call carries ({CARRY_LIMIT_MIB} MiB with "
-              "the repository): carry wheels/ in one call and backbones/ + data/ in the next (docs/gpu.md)")
+              "the repository): carry wheels/ and data/ in one call and backbones/ in the next (docs/gpu.md)")
     return 0
 
 
