@@ -179,7 +179,8 @@ def test_dry_run_on_cpu_with_only_the_kit_and_what_the_gpu_machine_has(kit, tmp_
     out = tmp_path / "out"
     args = ["--data", str(kit / "data"), "--allow-cpu", "--profile", "tiny", "--train-steps", "2",
             "--train-queries", "8", "--train-docs", "120", "--encode-docs", "120", "--queries", "6",
-            "--steps", "data,training,resume,encode,query,index", "--out", str(out), "--work", str(tmp_path / "work")]
+            "--static-texts", "40", "--steps", "data,training,resume,encode,static,query,index", "--out", str(out),
+            "--work", str(tmp_path / "work")]
     env = {**os.environ, "UNIRET_BACKBONES": str(kit / "backbones")}
     done = subprocess.run([sys.executable, "-c", BLOCKER, ",".join(ABSENT_ON_GPU_MACHINE), *args], cwd=REPO,
                           env=env, capture_output=True, text=True, timeout=1500)
@@ -189,7 +190,7 @@ def test_dry_run_on_cpu_with_only_the_kit_and_what_the_gpu_machine_has(kit, tmp_
     assert doc["settings"]["backbones"] == str(kit / "backbones") and doc["settings"]["backbone_weights"] == "float16"
     steps = {s["name"]: s for s in doc["steps"]}
     assert list(steps) == ["data", "stage:warmup", "stage:mine", "stage:reranker", "stage:continual",
-                           "stage:distill", "resume", "encode", "query", "index"]
+                           "stage:distill", "resume", "encode", "static", "query", "index"]
     for stage in ("warmup", "reranker", "continual", "distill"):
         details = steps[f"stage:{stage}"]["details"]
         assert details["steps"] == 2 and details["steps_timed"] == 2, stage
@@ -198,6 +199,8 @@ def test_dry_run_on_cpu_with_only_the_kit_and_what_the_gpu_machine_has(kit, tmp_
     assert resume["resumed_from_step"] == 1 and resume["crashed_at_step"] == 2
     assert resume["bit_exact"] is True  # CPU resume is bit-exact; the GPU report says what CUDA gives
     assert steps["encode"]["details"]["docs"] == 120 and steps["encode"]["details"]["docs_per_s"] > 0
+    static = steps["static"]["details"]
+    assert static["model"] == "distill" and static["vocab"] == 30522 and len(static["loss_by_epoch"]) == 2
     query = steps["query"]["details"]
     assert query["onnx_providers"][-1] == "CPUExecutionProvider"
     assert {"torch", "onnx", "static"} <= set(query)
