@@ -24,7 +24,7 @@ export ORT_DISABLE_TELEMETRY := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export DVC_SITE_CACHE_DIR := $(CURDIR)/.cache/dvc-site
 
-.PHONY: install demo test test-images lint bench clean help pipeline image image-gpu lint-images dag-in-image
+.PHONY: install demo test test-images lint bench clean help pipeline image image-gpu lint-images dag-in-image gpu-kit gpu-check
 
 help:
 	@echo "make demo   - install, then run the whole DAG (dvc repro) on ../shared/data with the cpu profile"
@@ -34,6 +34,7 @@ help:
 	@echo "make bench  - speed/size benchmarks (writes results/bench/)"
 	@echo "make image  - build the CPU image (podman, else docker), make image-gpu the CUDA one"
 	@echo "make dag-in-image - the tiny DAG with every task in the CPU image (kfp.local DockerRunner)"
+	@echo "make gpu-kit - backbones, a dataset and wheels for the GPU check (.gpu-kit/); make gpu-check runs it"
 
 install: $(STAMP)
 
@@ -97,6 +98,18 @@ dag-in-image: image
 	$(BIN)/uniret -v pipeline run --local --profile tiny --image $$($(BIN)/uniret pipeline image --variant cpu) \
 	  --workdir $(DAG_WORKDIR) --data ../shared/data
 	@cat $(DAG_WORKDIR)/artifacts/evaluate/metrics.md
+
+# The GPU check (docs/gpu.md): `make gpu-kit` here (needs the venv and PyPI), then, on a machine
+# with an NVIDIA GPU, the repository + .gpu-kit/ and `make gpu-check` (that machine's own python3,
+# torch and transformers; no venv, no network). Without a CUDA device the check refuses (exit 2).
+GPU_KIT ?= .gpu-kit
+GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,python3)
+
+gpu-kit: install
+	$(BIN)/python -m uniret.ops.gpu_kit --data ../shared/data --out $(GPU_KIT) $(GPU_KIT_ARGS)
+
+gpu-check:
+	@GPU_KIT=$(GPU_KIT) GPU_PYTHON=$(GPU_PYTHON) scripts/gpu_check.sh --out results/gpu-check $(GPU_CHECK_ARGS)
 
 clean:
 	rm -rf artifacts .cache

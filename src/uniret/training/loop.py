@@ -86,6 +86,7 @@ class _Session:
     forward_model: nn.Module | None = None  # what compute_loss calls: the DDP wrapper when distributed
     last_checkpoint: Path | None = None
     step: int = 0  # optimizer steps completed
+    step_times: list[float] = dataclasses.field(default_factory=list)  # wall seconds of each step of this call
 
     def state(self, rng_ranks: list[dict[str, Any]]) -> dict[str, Any]:
         return {
@@ -229,6 +230,7 @@ def train(
             "processes": ranks.world,
             "wall_seconds": round(elapsed, 3),
             "steps_per_second": round((step - start_step) / elapsed, 4) if elapsed > 0 else None,
+            "step_seconds": step_seconds(session.step_times),
             "config": dataclasses.asdict(cfg),
         }
         if ranks.is_main:
@@ -330,6 +332,7 @@ def _run_steps(
     )
     try:
         for step in range(start_step + 1, cfg.max_steps + 1):
+            started = time.perf_counter()
             session.optimizer.zero_grad(set_to_none=True)
             loss_sum, term_sums = 0.0, LogWindow()
             for micro in range(cfg.grad_accum):
@@ -346,8 +349,24 @@ def _run_steps(
                 _log_row(session, metrics, tracker, step, lr)
             if step % cfg.checkpoint_every == 0 or step == cfg.max_steps:
                 session.checkpoint(step, step_logs)
+            # the loss and gradient norm were read back as floats: the GPU has finished the step's
+            # backward; its optimizer update is counted in the next step's time
+            session.step_times.append(time.perf_counter() - started)
     finally:
         bar.close()
+
+
+def step_seconds(times: list[float]) -> dict[str, float | int] | None:
+    """The summary's per-step wall times: the first step (warm-up: kernels, allocator) apart from
+    the median and max of the rest; None when no step ran."""
+    if not times:
+        return None
+    rest = sorted(times[1:])
+    out = {"step_seconds_first": round(times[0], 4), "steps_timed": len(times)}
+    if rest:
+        out["step_seconds_median"] = round(rest[len(rest) // 2], 4)
+        out["step_seconds_max"] = round(rest[-1], 4)
+    return out
 
 
 def _log_row(session: _Session, metrics: MetricsTsv, tracker: Tracker | None, step: int, lr: float) -> None:
