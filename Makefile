@@ -34,7 +34,7 @@ help:
 	@echo "make bench  - speed/size benchmarks (writes results/bench/)"
 	@echo "make image  - build the CPU image (podman, else docker), make image-gpu the CUDA one"
 	@echo "make dag-in-image - the tiny DAG with every task in the CPU image (kfp.local DockerRunner)"
-	@echo "make gpu-kit - backbones, a dataset and wheels for the GPU check (.gpu-kit/); make gpu-check runs it"
+	@echo "make gpu-kit - backbones, a dataset and wheels for the GPU check (.gpu-kit/), run by make gpu-check"
 
 install: $(STAMP)
 
@@ -100,7 +100,7 @@ dag-in-image: image
 	@cat $(DAG_WORKDIR)/artifacts/evaluate/metrics.md
 
 # The GPU check (docs/gpu.md): `make gpu-kit` here (needs the venv and PyPI), then, on a machine
-# with an NVIDIA GPU, the repository + .gpu-kit/ and `make gpu-check` (that machine's own python3,
+# with an NVIDIA GPU, the repository + .gpu-kit/ and `make gpu-check` (the python3 of that machine,
 # torch and transformers; no venv, no network). Without a CUDA device the check refuses (exit 2).
 GPU_KIT ?= .gpu-kit
 GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,python3)
