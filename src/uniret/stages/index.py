@@ -121,11 +121,12 @@ def _corpus_encoding(ctx: StageContext, key: str | None, dataset: BeirDataset, d
 
 def _static_query(ctx: StageContext, cfg: IndexConfig, model, tokenizer, dataset: BeirDataset, docs: list,
                   bundle: Path, qlen: int, dlen: int):
-    """Build and write the bundle's static/ query tables (None when disabled); returns the encoder."""
+    """Build and write the bundle's static/ query tables: (their encoder, their record), or
+    (None, None) when `index.static_query.enabled` is false."""
     from uniret.data.beir import read_qrels
     from uniret.data.pseudo_queries import PseudoQuerySpec, pseudo_queries
     from uniret.retrieval.static_query import STATIC_DIR, StaticQueryEncoder, save_static_query
-    from uniret.stages.bm25 import DEV_QRELS
+    from uniret.core.stage_files import DEV_QRELS
     from uniret.training.static_tower import build_static_tables
 
     scfg = cfg.static_query
