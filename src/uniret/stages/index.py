@@ -123,10 +123,10 @@ def _static_query(ctx: StageContext, cfg: IndexConfig, model, tokenizer, dataset
                   bundle: Path, qlen: int, dlen: int):
     """Build and write the bundle's static/ query tables: (their encoder, their record), or
     (None, None) when `index.static_query.enabled` is false."""
+    from uniret.core.stage_files import DEV_QRELS
     from uniret.data.beir import read_qrels
     from uniret.data.pseudo_queries import PseudoQuerySpec, pseudo_queries
     from uniret.retrieval.static_query import STATIC_DIR, StaticQueryEncoder, save_static_query
-    from uniret.core.stage_files import DEV_QRELS
     from uniret.training.static_tower import build_static_tables
 
     scfg = cfg.static_query
