@@ -32,7 +32,8 @@ def _upstream(repo: Path) -> None:
         (artifacts / stage).mkdir(parents=True, exist_ok=True)
         (artifacts / stage / "manifest.json").write_text(json.dumps({"inputs": {"x": "h"}}))
     (artifacts / "evaluate" / "metrics.json").write_text(json.dumps(metrics))
-    (artifacts / "bench" / "bench.json").write_text(json.dumps({"modes": {"bm25": {"p95_ms": 5.0}, cand: {"p95_ms": 20.0}}}))
+    (artifacts / "bench" / "bench.json").write_text(json.dumps(
+        {"modes": {"bm25": {"p50_ms": 1.0, "p95_ms": 5.0}, cand: {"p50_ms": 2.0, "p95_ms": 20.0}}}))
     (artifacts / "index" / "bundle").mkdir()
     (artifacts / "index" / "bundle" / "manifest.json").write_text(json.dumps(
         {"metrics": {"mean_active_terms_doc": 50, "bytes_per_doc_dense": 1536.0, "bytes_per_doc_sparse": 400.0}}))
