@@ -115,11 +115,11 @@ def test_runtime_setup(repo_root, name):
     assert lines[lines.index(next(ln for ln in lines if ln.startswith("FROM")))] == "FROM ${BASE_IMAGE}"
     # the CA bundle only as a build secret, in every step that runs pip; pip's cache is a cache mount
     # (kept between builds, never in a layer) at the folder the build's PIP_CACHE_DIR names
-    assert "ARG PIP_CACHE_DIR=/root/.cache/pip" in lines and "PIP_NO_CACHE_DIR" not in text
+    assert "ARG PIP_CACHE_DIR=/var/cache/uniret-pip" in lines and "PIP_NO_CACHE_DIR" not in text
     for ln in lines:
         if "pip install" in ln:
             assert "--mount=type=secret,id=ca" in ln and "PIP_CERT=/run/secrets/ca" in ln, ln
-            assert "--mount=type=cache,id=uniret-pip,target=/root/.cache/pip,sharing=locked" in ln, ln
+            assert "--mount=type=cache,id=uniret-pip,target=/var/cache/uniret-pip,sharing=locked" in ln, ln
     assert "/etc/ssl/certs" not in text
     assert re.search(r"^USER \$\{UNIRET_UID\}", text, re.M) and "ARG UNIRET_UID=10001" in lines, "non-root"
     for env in ("HF_HUB_OFFLINE=1", "TRANSFORMERS_OFFLINE=1"):
