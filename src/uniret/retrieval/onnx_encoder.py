@@ -69,10 +69,6 @@ class OnnxEncoder:
         if not lazy:
             self.session(True)  # the query graph is needed at once; the document graph on first use
 
-    def loaded(self, is_query: bool) -> bool:
-        """Whether the query (or document) session exists yet."""
-        return is_query in self._sessions
-
     def session(self, is_query: bool) -> ort.InferenceSession:
         """The query or document session, created on first use (serving never loads the doc graph)."""
         found = self._sessions.get(is_query)

@@ -126,7 +126,7 @@ def _static_query(ctx: StageContext, cfg: IndexConfig, model, tokenizer, dataset
     from uniret.core.stage_files import DEV_QRELS
     from uniret.data.beir import read_qrels
     from uniret.data.pseudo_queries import PseudoQuerySpec, pseudo_queries
-    from uniret.retrieval.static_query import STATIC_DIR, StaticQueryEncoder, save_static_query
+    from uniret.retrieval.static_query import STATIC_DIR, load_static_query, save_static_query
     from uniret.training.static_tower import build_static_tables
 
     scfg = cfg.static_query
@@ -141,8 +141,8 @@ def _static_query(ctx: StageContext, cfg: IndexConfig, model, tokenizer, dataset
     texts, counts = pseudo_queries(dataset, others, data.train_split, dev_qids, spec)
     tables = build_static_tables(model, tokenizer, [d.contents for d in docs], texts, qlen, dlen, scfg, counts)
     save_static_query(bundle / STATIC_DIR, tables.tower, tables.token_weights, tables.meta)
-    return StaticQueryEncoder(tokenizer, tables.tower.astype("float16").astype("float32"), tables.token_weights,
-                              qlen, tables.meta), tables.meta
+    # read back as serving reads it, so fusion weights are learned on the stored (float16) tower
+    return load_static_query(bundle / STATIC_DIR, tokenizer, qlen), tables.meta
 
 
 def run(ctx: StageContext) -> dict[str, Any]:
