@@ -29,6 +29,14 @@ VARIANTS = {
     "depth_300": {"_fast_depth": 300},
     "two_signals_no_dense": {"_fast_runs": ["bm25", "lexical_static"]},
     "two_signals_no_sparse": {"_fast_runs": ["bm25", "dense_static"]},
+    # E40: NFCorpus dev searched with the bundle's (SciFact) IDF table instead of its own corpus's
+    "bundle_idf": {"corpus_idf": False},
+    # E41: fine-tuning the tower against the frozen document vectors (train queries outside the dev carve)
+    "finetune_5": {"finetune_epochs": 5},
+    "finetune_10": {"finetune_epochs": 10},
+    "finetune_20": {"finetune_epochs": 20},
+    "finetune_10_anchor_0.3": {"finetune_epochs": 10, "finetune_anchor": 0.3},
+    "finetune_10_no_anchor": {"finetune_epochs": 10, "finetune_anchor": 0.0},
 }
 
 
@@ -103,14 +111,16 @@ def main() -> int:
         start = time.perf_counter()
         tmp = ctx.artifacts / ".levers" / name
         tmp.mkdir(parents=True, exist_ok=True)
-        if overrides:  # the tables themselves vary: build them again
-            static, meta = index_stage._static_query(ctx, vcfg, model, tokenizer, dataset, docs, tmp, qlen, dlen)
+        if set(overrides) - {"corpus_idf"}:  # the tables themselves vary: build them again
+            static, meta = index_stage._static_query(ctx, vcfg, model, tokenizer, dataset, docs, tmp, qlen, dlen,
+                                                     encoded.dense)
         else:  # only the fusion varies: the bundle's own tables
             static, meta = bundle.index.static_query, manifest["static_query"]
         learned = learn_fusion(ctx, vcfg, vr, dataset, [d.id for d in docs], encoded, onnx_enc, key,
                                static)
         results[name] = {"overrides": VARIANTS[name], "seconds": round(time.perf_counter() - start, 1),
-                         "static": {k: meta[k] for k in ("texts", "text_sources", "loss_by_epoch", "seconds")},
+                         "static": {k: meta.get(k) for k in ("texts", "text_sources", "loss_by_epoch", "finetune_queries",
+                                                         "finetune_loss_by_epoch", "seconds")},
                          "dev": learned["modes"], "sets": learned["sets"]}
         fast = learned["modes"].get("hybrid_fast", {})
         logging.info("%s: hybrid_fast dev %s singles %s", name, fast.get("dev_score"), fast.get("dev_single"))

@@ -171,3 +171,25 @@ def test_bad_batch_shapes_and_missing_inputs_are_clear_errors(two_query_batch):
         ClearMarginLoss()(batch)
     with pytest.raises(ValueError, match="unknown score channel"):
         ContrastiveLoss("agg")(batch)
+
+
+def test_sparse_idf_channel_scores_idf_bags_against_the_documents_sparse_output(two_query_batch):
+    """The inference-free sparse channel: query side = the IDF of each distinct query token (no model),
+    document side = the documents' sparse output; the loss trains the documents alone."""
+    from uniret.config.models import LossTermConfig
+    from uniret.losses.compose import needs
+    from uniret.training.objectives import idf_bags
+
+    idf = torch.tensor([0.0, 2.0, 0.5])  # token 0 plays [PAD] / a special token: IDF 0
+    bags = idf_bags(torch.tensor([[1, 1, 0], [2, 0, 0]]), idf)  # token 1 twice: counted once
+    assert bags.tolist() == [[0.0, 2.0, 0.0], [0.0, 0.0, 0.5]]
+    batch = two_query_batch(query_idf=bags)
+    # group scores: q0 (bag 2 x token 1) -> d0 = 2, d1 = 2; q1 (0.5 x token 2) -> d2 = 0, d3 = 0
+    assert batch.scores("sparse_idf").tolist() == [[2.0, 2.0], [0.0, 0.0]]
+    got = ContrastiveLoss("sparse_idf", 1.0, in_batch=False)(batch)
+    assert got.item() == pytest.approx(math.log(2), rel=1e-6)  # both groups tied: log 2 each
+    got.backward()
+    assert batch.docs.sparse.grad is not None and batch.query.sparse.grad is None
+    assert needs({"lex_if": LossTermConfig(loss="contrastive", channel="sparse_idf")}) == {"idf"}
+    with pytest.raises(ValueError, match="IDF query bags"):
+        two_query_batch().scores("sparse_idf")

@@ -63,10 +63,18 @@ def test_each_route_returns_the_in_process_ids_and_scores(both, queries, mode):
     batch = encode_queries(queries[0], local["dense"].encoder)
     ours = local[mode].search_batch(batch, 100)
     theirs = remote[mode].search_batch(batch, 100)
+    tol = TOLERANCE[mode]
     for qid in ours:
-        assert list(theirs[qid]) == list(ours[qid]), (mode, qid)
-        np.testing.assert_allclose([theirs[qid][d] for d in ours[qid]], list(ours[qid].values()), rtol=1e-6,
-                                   atol=TOLERANCE[mode], err_msg=f"{mode} {qid}")
+        mine, other = list(ours[qid].items()), list(theirs[qid].items())
+        assert len(other) == len(mine), (mode, qid)
+        # rank by rank the same score (numpy's allclose rule, as below), so documents may trade places
+        # only where their scores tie within the engines' float rounding (the in-process flat search is a
+        # numpy product, E38: its last bit may differ from Milvus's)
+        for (d_mine, s_mine), (d_other, s_other) in zip(mine, other, strict=True):
+            assert abs(s_mine - s_other) <= tol + 1e-6 * abs(s_mine), (mode, qid, d_mine, d_other, s_mine, s_other)
+        common = set(ours[qid]) & set(theirs[qid])
+        np.testing.assert_allclose([theirs[qid][d] for d in common], [ours[qid][d] for d in common], rtol=1e-6,
+                                   atol=tol, err_msg=f"{mode} {qid}")
 
 
 def test_every_mode_over_milvus_ranks_as_in_process(both, queries, tiny_bundle):

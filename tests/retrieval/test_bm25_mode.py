@@ -1,7 +1,10 @@
 """The BM25 mode (array searcher) gives Bm25Searcher's runs, and hybrid_bm25 fused on arrays gives
-exactly the runs of the dict fusion, on the tiny real SciFact slice."""
+exactly the runs of the dict fusion, on the tiny real SciFact slice; only its Lucene calls hold the
+Java lock."""
 
 from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -9,10 +12,14 @@ import pytest
 from uniret.config.retrieval import DenseIndexConfig
 from uniret.config.sections import Bm25Config
 from uniret.lexical.bm25 import Bm25Searcher, index_documents
+from uniret.lexical.jvm import JVM_LOCK
+from uniret.retrieval.base import QueryBatch, Searcher
 from uniret.retrieval.bm25 import Bm25ModeSearcher
 from uniret.retrieval.dense import DenseSearcher, build_faiss_index
+from uniret.retrieval.encoding import EncodedTexts
 from uniret.retrieval.fusion import FusionSearcher, interpolate
 from uniret.retrieval.lexical import LexicalSearcher, MemoryImpactIndex
+from uniret.serving.state import search_one
 
 CFG = Bm25Config(top_n=1000, threads=1)
 
@@ -103,3 +110,54 @@ def test_bm25_rm3_mode_answers_as_simple_searcher_set_rm3_and_feeds_hybrid_bm25(
         searchers = build_searchers(index, cfg, None, CFG, modes=["hybrid_bm25", "bm25_rm3"])
         assert [p.mode for p in searchers["hybrid_bm25"].searchers] == ["lexical", "dense", signal]
         assert searchers["bm25_rm3"].rm3
+
+
+class LockProbe(Searcher):
+    """A numpy-only route: records whether the calling thread held the Java lock while searching."""
+
+    mode = "dense"
+
+    def __init__(self, docids):
+        self.docids, self.has_arrays, self.held = docids, True, []
+
+    def search_batch(self, batch, k):
+        raise AssertionError("the fusion takes the array path")
+
+    def search_arrays(self, batch, k):
+        self.held.append(JVM_LOCK._is_owned())
+        return [(np.arange(3, dtype=np.int64), np.array([3.0, 2.0, 1.0])) for _ in batch.ids]
+
+
+def test_only_the_lucene_calls_hold_the_java_lock(bm25, encoded_slice, monkeypatch):
+    """search_one (serving) takes no lock itself: the BM25 route holds JVM_LOCK around its Lucene
+    calls (pyjnius is not safe for concurrent calls), the fusion's numpy route runs outside it."""
+    from uniret.lexical.bm25_arrays import Bm25ArraySearcher
+
+    java_held: list[bool] = []
+    real = Bm25ArraySearcher.search
+    monkeypatch.setattr(Bm25ArraySearcher, "search",
+                        lambda self, text, k: java_held.append(JVM_LOCK._is_owned()) or real(self, text, k))
+    probe = LockProbe(encoded_slice.docids)
+    fused = FusionSearcher([bm25, probe], "hybrid", 50)
+    qid, text = next(iter(encoded_slice.queries.items()))
+    assert search_one(fused, qid, text, 10)[qid]
+    assert java_held == [True] and probe.held == [False]
+
+
+def test_concurrent_requests_answer_as_serial_ones(bm25, encoded_slice):
+    """Eight threads searching one fusion over the same Lucene index get the serial runs, no error."""
+    lexical = LexicalSearcher(MemoryImpactIndex(encoded_slice.docids, encoded_slice.docs.sparse, 100.0))
+    fused = FusionSearcher([lexical, bm25], "hybrid", 100, weights=[0.5, 0.5])
+    batch = encoded_slice.batch
+    items = list(zip(batch.ids, batch.texts, strict=True)) * 4
+    sparse = {qid: batch.encoded.sparse[i] for i, qid in enumerate(batch.ids)}
+
+    def one(item):
+        qid, text = item
+        single = QueryBatch(ids=[qid], texts=[text], encoded=EncodedTexts(sparse=sparse[qid]))
+        return qid, fused.search_batch(single, 10)[qid]
+
+    serial = dict(map(one, items))
+    with ThreadPoolExecutor(8) as pool:
+        for qid, hits in pool.map(one, items):
+            assert list(hits.items()) == list(serial[qid].items())

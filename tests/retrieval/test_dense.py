@@ -33,6 +33,28 @@ def test_flat_equals_brute_force_numpy(encoded_slice):
             assert score == pytest.approx(brute[i][encoded_slice.docids.index(did)], rel=1e-5, abs=1e-5)
 
 
+def test_flat_with_its_vectors_searches_by_numpy_and_ranks_as_faiss(encoded_slice):
+    """The batch-1 serving path: a flat index given its vectors answers by one numpy product; same
+    documents in the same order as faiss (scores equal to float rounding), batch 1 and batched."""
+    from uniret.retrieval.base import QueryBatch
+
+    docs = encoded_slice.docs.dense
+    index = build_faiss_index(docs, DenseIndexConfig(type="flat"))
+    by_faiss = DenseSearcher(index, encoded_slice.docids)
+    by_numpy = DenseSearcher(index, encoded_slice.docids, vectors=docs)
+    assert by_numpy.vectors is not None and by_faiss.vectors is None
+    batch = encoded_slice.batch
+    singles = [QueryBatch(ids=[q], texts=[t], encoded=dataclasses.replace(batch.encoded, dense=batch.encoded.dense[i:i + 1]))
+               for i, (q, t) in enumerate(zip(batch.ids, batch.texts, strict=True))]
+    for part in [batch, *singles]:
+        for (rows_f, scores_f), (rows_n, scores_n) in zip(by_faiss.search_arrays(part, 50), by_numpy.search_arrays(part, 50),
+                                                          strict=True):
+            assert rows_n.tolist() == rows_f.tolist()
+            np.testing.assert_allclose(scores_n, scores_f, rtol=1e-5, atol=1e-5)
+    hnsw = build_faiss_index(docs, DenseIndexConfig(type="hnsw"))
+    assert DenseSearcher(hnsw, encoded_slice.docids, vectors=docs).vectors is None  # approximate: faiss searches
+
+
 def test_hnsw_recovers_flat_top10(encoded_slice):
     flat = DenseSearcher(build_faiss_index(encoded_slice.docs.dense, DenseIndexConfig()), encoded_slice.docids)
     hnsw = DenseSearcher(build_faiss_index(encoded_slice.docs.dense, DenseIndexConfig(type="hnsw")), encoded_slice.docids)

@@ -72,6 +72,11 @@ def test_static_tower_in_the_bundle_gives_the_trained_vectors(tiny_bundle):
         assert set(encoded.sparse[row].indices) == {i for i in set(ids) if weights[i] > 0}
     with pytest.raises(ValueError, match="queries only"):
         static.encode(["a document"], is_query=False)
+    # the Rust backend path cuts as the transformers call truncates, long texts included
+    long = " ".join(["regeneration of zebrafish cardiomyocytes after injury"] * 20)
+    for text in [*QUERIES.values(), long, ""]:
+        want = tokenizer(text, add_special_tokens=False, truncation=True, max_length=32)["input_ids"]
+        assert static.token_ids([text])[0].tolist() == [i for i in want if i not in tokenizer.all_special_ids]
 
 
 def test_distillation_moved_the_tower_toward_the_query_encoder(tiny_bundle):
@@ -103,3 +108,24 @@ def test_server_answers_the_fast_mode_without_an_onnx_session(tiny_bundle, tmp_p
     # as any failure to open the graph, as one error naming the file)
     with pytest.raises(InputFileError, match="query.onnx: .*an ONNX Runtime session was created"):
         bundle_loader(None, modes="all")(bundle_dir)["dense"].search(QUERIES, 10)
+
+
+def test_another_corpus_is_searched_with_its_own_idf(tiny_bundle):
+    """for_corpus: the same tower (same dense query vectors), token weights = BM25 IDF over the new
+    documents, worked out by hand for a word only one of them contains."""
+    import math
+
+    bundle = open_bundle(tiny_bundle)
+    static = bundle.index.static_query
+    docs = ["the zebrafish heart regenerates", "the heart of the matter", "the mouse heart", "a fourth text"]
+    other = static.for_corpus(docs, 64)
+    tok = static.tokenizer
+    zebra = tok("zebrafish", add_special_tokens=False)["input_ids"]
+    the = tok("the", add_special_tokens=False)["input_ids"][0]
+    n = len(docs)
+    assert other.token_weights[zebra[0]] == pytest.approx(math.log1p((n - 1 + 0.5) / 1.5), rel=1e-6)
+    assert other.token_weights[the] == pytest.approx(math.log1p((n - 3 + 0.5) / 3.5), rel=1e-6)
+    assert other.token_weights[tok.cls_token_id] == 0.0
+    assert not np.array_equal(other.token_weights, static.token_weights)
+    texts = list(QUERIES.values())
+    assert np.array_equal(other.encode(texts).dense, static.encode(texts).dense)

@@ -87,6 +87,16 @@ def test_index_stage_writes_a_complete_bundle(built):
     # hybrid_bm25's weights were learned over the RM3-expanded BM25 signal the params chose
     entry = manifest["fusion"]["modes"]["hybrid_bm25"]
     assert entry["runs"] == ["lexical", "dense", "bm25_rm3"] and 0.0 <= entry["dev_single"]["bm25_rm3"] <= 1.0
+    # another corpus gets weights learned on the other corpora's dev sets alone (NFCorpus dev here)
+    assert entry["zero_shot_sets"] == ["nfcorpus/dev"] and len(entry["zero_shot_weights"]) == 3
+    assert sum(entry["zero_shot_weights"]) == pytest.approx(1.0)
+    from uniret.retrieval.bundle import fusion_weights_of
+
+    assert fusion_weights_of(manifest, other_corpus=True)["hybrid_bm25"] == entry["zero_shot_weights"]
+    assert fusion_weights_of(manifest)["hybrid_bm25"] == entry["weights"]
+    # the static tower was fine-tuned on the train queries outside the dev carve
+    static = manifest["static_query"]
+    assert static["finetune_queries"] > 0 and len(static["finetune_loss_by_epoch"]) == 2
 
 
 @pytest.mark.slow

@@ -44,13 +44,13 @@ def http_latency(bundle_dir: Path, params: Path, profile: str | None, queries: l
     with LocalServer(["--bundle", str(bundle_dir)], params, profile) as server:
         server.start(cfg.startup_timeout_s)
         run_load(LOOPBACK, server.port, 1, bodies(cfg.mode), max(warmup, 1), cfg.max_seconds)  # warm its paths
+        if cfg.reference_mode:
+            run_load(LOOPBACK, server.port, 1, bodies(cfg.reference_mode), max(warmup, 1), cfg.max_seconds)
+            out["reference"] = {"mode": cfg.reference_mode, "levels": {}}
         for clients in cfg.concurrency:
             out["levels"][str(clients)] = level(server, clients, cfg.mode)
             log.info("http %d clients: %s", clients, out["levels"][str(clients)])
-        if cfg.reference_mode:  # the same server and load in the reference mode: the stack's ceiling
-            top = max(cfg.concurrency)
-            run_load(LOOPBACK, server.port, 1, bodies(cfg.reference_mode), max(warmup, 1), cfg.max_seconds)
-            out["reference"] = {"mode": cfg.reference_mode, "clients": top,
-                                **level(server, top, cfg.reference_mode)}
-            log.info("http %d clients, %s mode: %s", top, cfg.reference_mode, out["reference"])
+            if cfg.reference_mode:  # the same server and load in the reference mode: the stack's ceiling
+                out["reference"]["levels"][str(clients)] = ref = level(server, clients, cfg.reference_mode)
+                log.info("http %d clients, %s mode: %s", clients, cfg.reference_mode, ref)
     return out

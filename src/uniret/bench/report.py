@@ -137,14 +137,20 @@ def render_markdown(result: dict) -> str:
     else:
         lines += [f"mode {http['mode'] or 'the bundle default'}, k={http['k']}; server RSS taken right after each level",
                   ""]
-        lines += _table(["clients", "requests", "p50 ms", "p95 ms", "p99 ms", "QPS", "failed", "server RSS MB"],
-                        [[c, r["n"], r["p50_ms"], r["p95_ms"], r["p99_ms"], r["qps"], r["failed"], r.get("server_rss_mb")]
-                         for c, r in http["levels"].items()])
-        ref = http.get("reference")
-        if ref:  # the same server and load in the reference mode: the HTTP stack's ceiling here
-            lines += ["", f"The same server in mode {ref['mode']} at {ref['clients']} clients (the HTTP stack's "
-                          f"ceiling on this machine): p50 {ref['p50_ms']} ms, p95 {ref['p95_ms']} ms, "
-                          f"{ref['qps']} QPS, {ref['failed']} failed."]
+        reference = http.get("reference") or {}
+        ref = reference.get("levels") or {}
+        # the same server and load in the reference mode, level by level: the HTTP stack's ceiling here
+        extra = [f"{reference.get('mode')} p95 ms", f"{reference.get('mode')} QPS"] if ref else []
+        rows = []
+        for c, r in http["levels"].items():
+            row = [c, r["n"], r["p50_ms"], r["p95_ms"], r["p99_ms"], r["qps"], r["failed"], r.get("server_rss_mb")]
+            if ref:
+                row += [ref[c]["p95_ms"], ref[c]["qps"]] if c in ref else ["", ""]
+            rows.append(row)
+        lines += _table(["clients", "requests", "p50 ms", "p95 ms", "p99 ms", "QPS", "failed", "server RSS MB", *extra], rows)
+        if ref:
+            lines += ["", f"The last two columns: the same server and load in mode {reference.get('mode')} "
+                          "(the HTTP stack's ceiling on this machine)."]
     return "\n".join(lines) + "\n"
 
 

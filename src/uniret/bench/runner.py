@@ -106,9 +106,9 @@ def run_bench(params: Params, bundle_dir: Path, data_root: Path, out_dir: Path, 
     skip = set(skip or ())
     faiss_threads = params.section("serve").faiss_threads
     if faiss_threads is not None:  # in-process modes are timed with the threads serving uses
-        from uniret.retrieval.faiss_loader import faiss
+        from uniret.retrieval.faiss_loader import set_search_threads
 
-        faiss.omp_set_num_threads(faiss_threads)
+        set_search_threads(faiss_threads)
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     start = time.perf_counter()
     queries, qrels = bench_queries(data_root, cfg)

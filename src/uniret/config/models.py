@@ -121,7 +121,8 @@ class LossTermConfig:
     ] = "contrastive"
     weight: float = 1.0
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
-    # which score channel the term trains: dense | sparse | uni | a named dense part (cls, agg)
+    # which score channel the term trains: dense | sparse | uni | a named dense part (cls, agg) |
+    # sparse_idf (the documents' sparse output against IDF-weighted query tokens: no query model)
     channel: str = "dense"
     # agreement: the second channel (UnifieR Eq. 9: KL(P_dense || P_lexicon))
     other_channel: str = "sparse"

@@ -223,11 +223,24 @@ class StaticQueryConfig:
     lr: float = 0.003
     init_batch: int = 1024  # vocabulary tokens per forward pass of the token-vector initialisation
     seed: int = 7
+    # a corpus other than the bundle's (zero-shot sets, NFCorpus dev) is searched with the IDF of its own
+    # documents, as a bundle built over it would be; false: the bundle's table everywhere
+    corpus_idf: bool = True
+    # then fine-tuning against the frozen document vectors: the train queries outside the dev carve,
+    # contrastive over the whole corpus, the distillation loss kept as an anchor (0 epochs: none)
+    finetune_epochs: int = 10  # E41
+    finetune_lr: float = 0.001
+    finetune_batch_size: int = 64
+    finetune_temperature: float = 0.05
+    finetune_anchor: float = 1.0  # weight of the distillation (cosine) loss on a batch of pseudo-queries
 
     def validate(self) -> None:
-        for name in ("epochs", "batch_size", "init_batch", "min_words", "max_words"):
+        for name in ("epochs", "batch_size", "init_batch", "min_words", "max_words", "finetune_batch_size"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.finetune_epochs < 0 or self.finetune_lr <= 0 or self.finetune_temperature <= 0 or self.finetune_anchor < 0:
+            raise ValueError("finetune_epochs and finetune_anchor must be >= 0, finetune_lr and "
+                             "finetune_temperature positive")
         if self.sentences < 0 or self.other_corpus_sentences < 0 or self.lr <= 0:
             raise ValueError("sentences and other_corpus_sentences must be >= 0, lr positive")
         if self.min_words > self.max_words:

@@ -88,7 +88,7 @@ class HttpBenchConfig:
     mode: str | None = None  # None: the mode the bundle serves (the bench stage: the gate's candidate mode)
     k: int = 10
     startup_timeout_s: float  # the server loads the bundle (JVM, ONNX) before /readyz is 200
-    # the same server in this mode at the top concurrency level: the HTTP stack's ceiling (None: off)
+    # the same server in this mode at every concurrency level: the HTTP stack's ceiling (None: off)
     reference_mode: str | None = "bm25"
 
     def validate(self) -> None:

@@ -118,6 +118,7 @@ class DatasetIndexes:
 
     def index(self, name: str, dataset):
         """The CorpusIndex of dataset `name` (a BeirDataset)."""
+        from uniret.retrieval.bundle import fusion_weights_of
         from uniret.retrieval.corpus_cache import cached_corpus_encoding
         from uniret.retrieval.modes import memory_corpus_index
         from uniret.retrieval.sharded import encode_corpus
@@ -136,5 +137,9 @@ class DatasetIndexes:
             label=f"bundle/{name}",
         )
         bm25_dir = self.ctx.stage_dir("bm25") / BM25_INDEXES / name
+        static = bundle.index.static_query
+        if static is not None and self.ctx.params.section("index").static_query.corpus_idf:
+            static = static.for_corpus([d.contents for d in docs], bundle.manifest["doc_max_length"])
         return memory_corpus_index(docids, encoded, bundle.retrieval, bm25_dir if bm25_dir.is_dir() else None,
-                                   bundle.index.bm25_weight, bundle.index.fusion_weights, bundle.index.static_query)
+                                   bundle.index.bm25_weight, fusion_weights_of(bundle.manifest, other_corpus=True),
+                                   static)

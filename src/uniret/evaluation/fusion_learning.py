@@ -96,9 +96,11 @@ def learn_fusion(ctx: StageContext, cfg: IndexConfig, rcfg: RetrievalConfig, dat
         other_enc = (cached_corpus_encoding(cache_root, cache_key, other.corpus_path, other_ids, encode,
                                             label=f"index/{name}") if cache_key else encode())
         bm25_run = read_run(ctx.require("bm25") / DEV_RUNS / f"{name}.trec")
+        other_static = (static.for_corpus([d.contents for d in docs], encoder.max_length[False])
+                        if static is not None and cfg.static_query.corpus_idf else static)
         sets.append((f"{name}/{data.dev.split}", other.qrels(data.dev.split),
                      tuning_runs(other.split_queries(data.dev.split), other_ids, other_enc, encoder, rcfg, heads,
-                                  bm25_run, bm25_indexes / name, bm25_cfg, static)))
+                                  bm25_run, bm25_indexes / name, bm25_cfg, other_static)))
     if not sets:
         return None
     out: dict[str, Any] = {"sets": {n: len(q) for n, q, _ in sets}, "metric": cfg.fusion.metric,
@@ -107,11 +109,19 @@ def learn_fusion(ctx: StageContext, cfg: IndexConfig, rcfg: RetrievalConfig, dat
         names = fused_runs(mode, rcfg)
         # each run cut to the depth the mode's searcher takes from it (min-max reads the run's bottom)
         depth = {m: rcfg.fusion.fast_depth if mode == "hybrid_fast" else rcfg.fusion.depth_of(m) for m in names}
-        choice = learn_fusion_weights([TuningSet(n, [_cut(runs[m], depth[m]) for m in names], q) for n, q, runs in sets],
-                                      cfg.fusion.grid_step, cfg.fusion.metric)
-        out["modes"][mode] = {"runs": names, "weights": choice.weights, "dev_score": round(choice.score, 5),
-                              "dev_single": dict(zip(names, [round(x, 5) for x in choice.single_scores], strict=True))}
-        log.info("index: %s weights %s on dev sets %s: %s %.4f (single runs %s)", mode,
+        tuning = [TuningSet(n, [_cut(runs[m], depth[m]) for m in names], q) for n, q, runs in sets]
+        choice = learn_fusion_weights(tuning, cfg.fusion.grid_step, cfg.fusion.metric)
+        out["modes"][mode] = entry = {
+            "runs": names, "weights": choice.weights, "dev_score": round(choice.score, 5),
+            "dev_single": dict(zip(names, [round(x, 5) for x in choice.single_scores], strict=True))}
+        # another corpus gets weights learned on the other corpora's dev sets only: trained on the train
+        # queries, the heads are stronger on their own corpus than elsewhere (E42)
+        away = [t for t in tuning if t.name != dataset.name]
+        if away and len(away) < len(tuning):
+            other = learn_fusion_weights(away, cfg.fusion.grid_step, cfg.fusion.metric)
+            entry.update(zero_shot_weights=other.weights, zero_shot_dev_score=round(other.score, 5),
+                         zero_shot_sets=[t.name for t in away])
+        log.info("index: %s weights %s on dev sets %s: %s %.4f (single runs %s); other corpora: %s", mode,
                  dict(zip(names, choice.weights, strict=True)), out["sets"], cfg.fusion.metric, choice.score,
-                 out["modes"][mode]["dev_single"])
+                 entry["dev_single"], entry.get("zero_shot_weights"))
     return out

@@ -25,6 +25,9 @@ class LossInputs:
     bm25_scores:    [Q, G] BM25 scores of each group (CLEAR's residual margin).
     bm25_minmax:    the same, min-max normalised over each query's BM25 run (residual contrastive).
     dense_parts:    named column ranges of the dense vector (Aggretriever: cls, agg).
+    query_idf:      [Q, vocab] each query's distinct tokens weighted by their corpus IDF: the
+                    inference-free sparse query (no model), scored against the documents' sparse
+                    output by the `sparse_idf` channel.
     step:           the optimizer step (1-based), for weight schedules.
     """
 
@@ -35,6 +38,7 @@ class LossInputs:
     bm25_scores: torch.Tensor | None = None
     bm25_minmax: torch.Tensor | None = None
     dense_parts: dict[str, tuple[int, int]] = field(default_factory=dict)
+    query_idf: torch.Tensor | None = None
     step: int = 1
     _cache: dict = field(default_factory=dict, repr=False)
 
@@ -73,8 +77,14 @@ class LossInputs:
             if enc.sparse is None:
                 raise ValueError("channel 'sparse' needs a sparse output, the model has none")
             return enc.sparse
-        known = ["dense", "sparse", "uni", *self.dense_parts]
+        known = ["dense", "sparse", "sparse_idf", "uni", *self.dense_parts]
         raise ValueError(f"unknown score channel {channel!r}; known: {known}")
+
+    def _idf_queries(self) -> torch.Tensor:
+        if self.query_idf is None:
+            raise ValueError("channel 'sparse_idf' needs the batch's IDF query bags (the trainer computes them "
+                             "when a loss term names the channel)")
+        return self.query_idf
 
     def scores(self, channel: str, in_batch: bool = False) -> torch.Tensor:
         """Dot-product scores of `channel` (dense | sparse | uni | a dense part), [Q, G] or [Q, Q*G]."""
@@ -83,8 +93,8 @@ class LossInputs:
             if channel == "uni":
                 value = combine_uni(self.scores("dense", in_batch), self.scores("sparse", in_batch), self.query.gate)
             else:
-                q = self._vectors(self.query, channel)
-                d = self._vectors(self.docs, channel)
+                q = self._idf_queries() if channel == "sparse_idf" else self._vectors(self.query, channel)
+                d = self._vectors(self.docs, "sparse" if channel == "sparse_idf" else channel)
                 if in_batch:
                     value = q @ d.T
                 else:

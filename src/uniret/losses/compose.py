@@ -99,9 +99,12 @@ _DEFAULT_TEACHER = {"rank_consistency": "lexical", "distill_kl": "reranker", "ma
 
 
 def needs(terms: Mapping[str, LossTermConfig]) -> set[str]:
-    """External scores the terms need: teacher names ("reranker", "lexical") and/or "bm25"."""
+    """External inputs the terms need: teacher names ("reranker", "lexical"), "bm25", and "idf" (the
+    corpus IDF table of the inference-free sparse queries, channel sparse_idf)."""
     out = set()
     for cfg in terms.values():
+        if "sparse_idf" in (cfg.channel, cfg.other_channel if cfg.loss == "agreement" else None):
+            out.add("idf")
         if cfg.loss in _DEFAULT_TEACHER:
             out.add(cfg.teacher or _DEFAULT_TEACHER[cfg.loss])
         if cfg.loss == "clear_margin" or (cfg.loss == "contrastive" and cfg.bm25_residual > 0):

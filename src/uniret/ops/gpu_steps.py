@@ -289,11 +289,11 @@ def step_query(run: CheckRun) -> dict[str, Any]:
     provider where installed), and the static tables of hybrid_fast (table look-ups on the CPU)."""
     import onnxruntime as ort
 
+    from uniret.data.token_stats import idf_weights
     from uniret.export.onnx import export_encoders
     from uniret.retrieval.encoding import TorchTextEncoder
     from uniret.retrieval.onnx_encoder import OnnxEncoder
     from uniret.retrieval.static_query import StaticQueryEncoder
-    from uniret.training.static_tower import idf_weights
 
     model, source = run.final_model()
     cfg = model.model_config

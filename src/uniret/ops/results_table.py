@@ -209,15 +209,23 @@ class Tables:
         if levels:
             out += ["", f"#### HTTP serving (`uniret serve` on {http.get('host')}, mode {http.get('mode') or 'the bundle default'}, "
                         f"k={http.get('k')})", "",
-                    "| clients | p50 ms | p95 ms | QPS | failed | server RSS MB |",
-                    "| ---: | ---: | ---: | ---: | ---: | ---: |"]
+                    "| clients | p50 ms | p95 ms | QPS | failed | server RSS MB | BM25 p95 ms | BM25 QPS |",
+                    "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+            # the same server in BM25 mode at each level: the HTTP stack's ceiling on this machine
+            ref = (http.get("reference") or {}).get("levels") or {}
             for clients, row in sorted(levels.items(), key=lambda kv: int(kv[0])):
+                bm25 = ref.get(clients) or {}
                 out.append(f"| {clients} | {row['p50_ms']:.1f} | {row['p95_ms']:.1f} | {row['qps']:.1f} | "
-                           f"{row.get('failed', 0)} | {row.get('server_rss_mb', '–')} |")
+                           f"{row.get('failed', 0)} | {row.get('server_rss_mb', '–')} | "
+                           f"{_fixed(bm25.get('p95_ms'))} | {_fixed(bm25.get('qps'))} |")
         if bench.get("bytes_per_doc_dense") is not None:
             out += ["", f"Index bytes per document: dense {bench['bytes_per_doc_dense']:.0f}, "
                         f"sparse {bench.get('bytes_per_doc_sparse', 0):.0f}. {self.bench_caption()}"]
         return out
+
+
+def _fixed(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f}"
 
 
 def render_blocks(results_root: Path, metric: str = "ndcg@10") -> dict[str, str]:

@@ -51,8 +51,16 @@ class Searcher(ABC):
     mode: str = ""
     #: the query encoder, for searchers that need encoded queries (None for BM25)
     encoder: TextEncoder | None = None
-    #: True when searching calls Java (Lucene through pyjnius): such calls must be serialised
+    #: True when searching calls Java (Lucene through pyjnius): those calls hold JVM_LOCK
     uses_jvm: bool = False
+    #: True when the heavy part of a search runs outside the GIL (Lucene through pyjnius, faiss): a
+    #: fusion then runs it on a worker thread beside its other routes
+    offload: bool = False
+
+    def prepare(self, batch: QueryBatch) -> None:
+        """Compute what this searcher's routes share into `batch` (e.g. a static query encoding),
+        on the caller's thread, before a fusion hands routes to worker threads. Nothing by default."""
+        return None
 
     def search(self, queries: dict[str, str], k: int) -> Run:
         """Search raw-text queries (encoding them first when this mode needs it)."""

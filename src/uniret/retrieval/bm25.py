@@ -17,6 +17,7 @@ import numpy as np
 
 from uniret.config.sections import Bm25Config
 from uniret.core.runs import Run
+from uniret.lexical.jvm import JVM_LOCK
 from uniret.retrieval.base import QueryBatch, Searcher
 
 
@@ -29,7 +30,8 @@ class Bm25ModeSearcher(Searcher):
 
     mode = "bm25"
     encoder = None
-    uses_jvm = True
+    uses_jvm = True  # every Java call below holds JVM_LOCK (pyjnius is not safe for concurrent calls)
+    offload = True  # pyjnius releases the GIL while Lucene searches
 
     def __init__(self, index_dir: str | Path, cfg: Bm25Config, docids: Sequence[str] | None = None,
                  rm3: bool = False):
@@ -58,12 +60,18 @@ class Bm25ModeSearcher(Searcher):
                 self._searcher = searcher
             return self._searcher
 
+    def _search(self, texts: Sequence[str], k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(Lucene doc ids, scores) per text; only these Java calls hold JVM_LOCK, so the numpy work
+        of a fusion (and of other requests) runs beside them."""
+        with JVM_LOCK:
+            searcher = self._open()
+            return [searcher.search(text, k) for text in texts]
+
     def search_batch(self, batch: QueryBatch, k: int) -> Run:
-        searcher = self._open()
+        hits = self._search(batch.texts, k)  # opens the searcher, which reads the id table
+        names = self._names
         run: Run = {}
-        for qid, text in zip(batch.ids, batch.texts, strict=True):
-            ids, scores = searcher.search(text, k)
-            names = self._names
+        for qid, (ids, scores) in zip(batch.ids, hits, strict=True):
             # insertion order = Lucene's rank order, as Bm25Searcher builds it
             run[qid] = {names[i]: s for i, s in zip(ids.tolist(), scores.tolist(), strict=True)}
         return run
@@ -71,12 +79,7 @@ class Bm25ModeSearcher(Searcher):
     def search_arrays(self, batch: QueryBatch, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
         if not self.has_arrays:
             raise NotImplementedError("Bm25ModeSearcher without the corpus's doc ids has no array search")
-        searcher = self._open()
-        out = []
-        for text in batch.texts:
-            ids, scores = searcher.search(text, k)
-            out.append((self._rows[ids], scores.astype(np.float64)))
-        return out
+        return [(self._rows[ids], scores.astype(np.float64)) for ids, scores in self._search(batch.texts, k)]
 
     def close(self) -> None:
         """Release the Java searcher."""

@@ -122,10 +122,13 @@ def choose_lexical_backend(cfg: RetrievalConfig, n_docs: int, has_lucene: bool, 
     return None
 
 
-def fusion_weights_of(manifest: dict[str, Any]) -> dict[str, list[float]]:
-    """{fusion mode: weights} the index stage learned on the dev split ({} for older bundles)."""
+def fusion_weights_of(manifest: dict[str, Any], other_corpus: bool = False) -> dict[str, list[float]]:
+    """{fusion mode: weights} the index stage learned on the dev splits ({} for older bundles).
+    `other_corpus`: the weights for a corpus other than the bundle's (learned on the other corpora's
+    dev sets; the same weights where the bundle has none of those)."""
     learned = (manifest.get("fusion") or {}).get("modes") or {}
-    return {mode: [float(w) for w in entry["weights"]] for mode, entry in learned.items()}
+    key = "zero_shot_weights" if other_corpus else "weights"
+    return {mode: [float(w) for w in entry.get(key) or entry["weights"]] for mode, entry in learned.items()}
 
 
 def open_bundle(bundle_dir: str | Path, cfg: RetrievalConfig | None = None, threads: int | None = None,

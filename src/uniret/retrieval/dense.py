@@ -11,7 +11,7 @@ import numpy as np
 from uniret.config.retrieval import DenseIndexConfig
 from uniret.core.errors import reading
 from uniret.core.runs import Run
-from uniret.retrieval.base import QueryBatch, Searcher, rows_to_run
+from uniret.retrieval.base import QueryBatch, Searcher, rows_to_run, top_k_rows
 from uniret.retrieval.encoding import TextEncoder
 from uniret.retrieval.faiss_loader import faiss
 
@@ -89,24 +89,35 @@ def doc_vectors(index: faiss.Index) -> np.ndarray:
 
 
 class DenseSearcher(Searcher):
-    """Top-k by inner product between the query's dense vector and the faiss index."""
+    """Top-k by inner product between the query's dense vector and the faiss index.
+
+    Over a CPU flat index whose vectors are given, the exact search is one numpy product and a
+    partial sort instead: the same ranking (ties by the lower row), twice as fast as faiss's batch-1
+    scan (E38). Other index types (HNSW, IVF-PQ, a GPU index) search through faiss.
+    """
 
     mode = "dense"
+    has_arrays = True
 
-    def __init__(self, index: faiss.Index, docids: list[str], encoder: TextEncoder | None = None):
+    def __init__(self, index: faiss.Index, docids: list[str], encoder: TextEncoder | None = None,
+                 vectors: np.ndarray | None = None):
         if index.ntotal != len(docids):
             raise ValueError(f"faiss index holds {index.ntotal} vectors but {len(docids)} doc ids were given")
         self.index = index
         self.docids = docids
         self.encoder = encoder
-
-    has_arrays = True
+        exact = vectors is not None and isinstance(index, faiss.IndexFlat) and len(vectors) == index.ntotal
+        self.vectors = np.ascontiguousarray(vectors, dtype=np.float32) if exact else None
 
     def _search(self, batch: QueryBatch, k: int) -> tuple[np.ndarray, np.ndarray]:
         enc = batch.require_encoded(self.mode)
         if enc.dense is None:
             raise ValueError("dense retrieval needs a model with a dense head")
-        return self.index.search(np.ascontiguousarray(enc.dense, dtype=np.float32), min(k, len(self.docids)))
+        queries = np.ascontiguousarray(enc.dense, dtype=np.float32)
+        if self.vectors is not None:
+            idx, scores = top_k_rows(queries @ self.vectors.T, min(k, len(self.docids)))
+            return scores, idx
+        return self.index.search(queries, min(k, len(self.docids)))
 
     def search_batch(self, batch: QueryBatch, k: int) -> Run:
         scores, idx = self._search(batch, k)

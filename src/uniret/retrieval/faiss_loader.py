@@ -17,7 +17,17 @@ logging.getLogger("faiss.loader").setLevel(logging.WARNING)
 
 import faiss  # noqa: E402 - after the logger level is set
 
-__all__ = ["faiss", "simd_level"]
+__all__ = ["faiss", "set_search_threads", "simd_level"]
+
+
+def set_search_threads(threads: int) -> None:
+    """Threads of one vector search, process-wide: faiss's OpenMP and numpy's BLAS (the exact flat
+    search is a numpy product, E38). Serving sets 1: requests already run concurrently, and a
+    multi-threaded product beside them only waits for cores."""
+    from threadpoolctl import threadpool_limits
+
+    faiss.omp_set_num_threads(threads)
+    threadpool_limits(threads, user_api="blas")
 
 
 def simd_level() -> str:

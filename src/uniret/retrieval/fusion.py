@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -52,6 +53,12 @@ def reciprocal_rank(runs: Sequence[Run], rrf_k: int, k: int | None = None) -> Ru
                 fused[did] = fused.get(did, 0.0) + 1.0 / (rrf_k + rank)
         out[qid] = dict(ranked(fused, k))
     return out
+
+
+# The routes of an array fusion whose heavy part runs outside the GIL (Lucene through pyjnius, faiss:
+# `Searcher.offload`) run here, beside the caller's in-process routes, so a fusion's latency is about
+# its slowest route, not the sum (E38). Workers only run leaf searches, never work waiting on this pool.
+_ROUTES = ThreadPoolExecutor(max_workers=2, thread_name_prefix="uniret-route")
 
 
 def fusion_weights(n_runs: int, alpha: float) -> list[float]:
@@ -97,12 +104,24 @@ class FusionSearcher(Searcher):
         # are fixed: hybrid_fast's cut is its latency budget, evaluated as it is served)
         depths = self.depths if self.fixed_depths or max(self.depths) >= k else [max(d, k) for d in self.depths]
         if self.on_arrays:
-            hits = [s.search_arrays(batch, d) for s, d in zip(self.searchers, depths, strict=True)]
+            hits = self._route_arrays(batch, depths)
             return {qid: self._fuse_arrays([h[i] for h in hits], k) for i, qid in enumerate(batch.ids)}
         runs = [s.search_batch(batch, d) for s, d in zip(self.searchers, depths, strict=True)]
         if self.method == "rrf":
             return reciprocal_rank(runs, self.rrf_k, k)
         return interpolate(runs, self.weights, k)
+
+    def _route_arrays(self, batch: QueryBatch, depths: list[int]) -> list[list[tuple[np.ndarray, np.ndarray]]]:
+        """Every route's hits as arrays: the shared query encodings first, then the offloadable routes
+        on worker threads while the caller runs the others (the last route stays with the caller when
+        all offload). Same results, in the same order, as running them one after the other."""
+        pairs = list(zip(self.searchers, depths, strict=True))
+        for searcher in self.searchers:
+            searcher.prepare(batch)
+        away = [i for i, s in enumerate(self.searchers) if s.offload][: len(pairs) - 1]
+        pending = {i: _ROUTES.submit(pairs[i][0].search_arrays, batch, pairs[i][1]) for i in away}
+        local = {i: s.search_arrays(batch, d) for i, (s, d) in enumerate(pairs) if i not in pending}
+        return [pending[i].result() if i in pending else local[i] for i in range(len(pairs))]
 
     def _fuse_arrays(self, parts: list[tuple[np.ndarray, np.ndarray]], k: int) -> dict[str, float]:
         """One query's fusion on arrays: the same arithmetic, in the same order, as `interpolate` /

@@ -18,6 +18,7 @@ import scipy.sparse as sp
 
 from uniret.core.errors import reading
 from uniret.core.runs import Run
+from uniret.lexical.jvm import JVM_LOCK
 from uniret.retrieval.base import QueryBatch, Searcher
 from uniret.retrieval.encoding import TextEncoder
 from uniret.retrieval.ranking import hits_dict, tie_ranks, top_k_ranked
@@ -30,7 +31,7 @@ class ImpactIndex(Protocol):
     """Top-k lexical search from float query weights; scores on the float (de-quantized) scale."""
 
     docids: list[str]
-    uses_jvm: bool  # True: calls go through pyjnius and must not run concurrently
+    uses_jvm: bool  # True: calls go through pyjnius (they hold uniret.lexical.jvm.JVM_LOCK themselves)
 
     def top_k(self, qids: Sequence[str], query_weights: sp.csr_matrix, k: int) -> Run: ...
 
@@ -130,7 +131,7 @@ class LuceneImpactIndex:
     here so they match MemoryImpactIndex and can be added to dense scores.
     """
 
-    uses_jvm = True  # pyjnius: callers serialise calls (uniret.serving.state.RETRIEVAL_LOCK)
+    uses_jvm = True  # pyjnius: each search holds JVM_LOCK for its Java calls
 
     def __init__(self, index_dir: str | Path, docids: list[str], vocab: Sequence[str], quant: float, threads: int = 2):
         self.index_dir = Path(index_dir)
@@ -153,7 +154,8 @@ class LuceneImpactIndex:
             return self._searcher
 
     def top_k(self, qids: Sequence[str], query_weights: sp.csr_matrix, k: int) -> Run:
-        searcher = self._open()
+        with JVM_LOCK:  # opened first: a damaged index is the error, whatever the queries
+            searcher = self._open()
         query_impacts = quantize(query_weights, self.quant)
         # a query with no impact left matches nothing (and Lucene rejects an empty query)
         queries = {
@@ -161,7 +163,10 @@ class LuceneImpactIndex:
             for i, qid in enumerate(qids)
             if query_impacts.indptr[i + 1] > query_impacts.indptr[i]
         }
-        raw = searcher.search(queries, k, progress=False) if queries else {}
+        raw = {}
+        if queries:
+            with JVM_LOCK:
+                raw = searcher.search(queries, k, progress=False)
         scale = self.quant * self.quant
         return {qid: {d: s / scale for d, s in raw.get(qid, {}).items()} for qid in qids}
 
@@ -181,7 +186,7 @@ class LexicalSearcher(Searcher):
     def __init__(self, index: ImpactIndex, encoder: TextEncoder | None = None):
         self.index = index
         self.encoder = encoder
-        self.uses_jvm = index.uses_jvm
+        self.uses_jvm = self.offload = index.uses_jvm  # the in-memory backend holds the GIL: no gain off-thread
         self.docids = index.docids
         self.has_arrays = hasattr(index, "top_k_arrays")  # the in-memory backend
 

@@ -130,7 +130,7 @@ def build_searchers(
         elif mode in ("bm25", "bm25_rm3"):
             searcher = Bm25ModeSearcher(index.bm25_dir, bm25_cfg, index.docids, rm3=mode == "bm25_rm3")
         elif mode == "dense":
-            searcher = DenseSearcher(index.dense, index.docids, encoder)
+            searcher = DenseSearcher(index.dense, index.docids, encoder, index.doc_vectors)
         elif mode == "lexical":
             searcher = LexicalSearcher(index.lexical, encoder)
         elif mode in ("uni", "uni_gated"):
@@ -138,7 +138,8 @@ def build_searchers(
         elif mode == "exhaustive":
             searcher = ExhaustiveSearcher(index.impacts, index.doc_vectors, encoder=encoder)
         elif mode == "dense_static":
-            searcher = StaticRouteSearcher(DenseSearcher(index.dense, index.docids), index.static_query, mode)
+            searcher = StaticRouteSearcher(DenseSearcher(index.dense, index.docids, vectors=index.doc_vectors),
+                                           index.static_query, mode)
         elif mode == "lexical_static":
             searcher = StaticRouteSearcher(LexicalSearcher(index.lexical), index.static_query, mode)
         elif mode == "clear":

@@ -111,9 +111,9 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
     source = settings.source
     metrics = ServingMetrics()
     if cfg.faiss_threads is not None:
-        from uniret.retrieval.faiss_loader import faiss
+        from uniret.retrieval.faiss_loader import set_search_threads
 
-        faiss.omp_set_num_threads(cfg.faiss_threads)  # process-wide: this process only serves
+        set_search_threads(cfg.faiss_threads)  # process-wide: this process only serves
     engine = None  # the Milvus client when the structures live in Milvus
     if settings.engine == "milvus":
         from uniret.milvus.client import connect_configured

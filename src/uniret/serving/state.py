@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,21 +31,19 @@ log = logging.getLogger("uniret.serving")
 Loader = Callable[[Path], dict[str, Searcher]]
 PROBE_QID = "probe"
 # pyjnius is not safe for concurrent calls from several Python threads: under 16 clients with a
-# reload in flight we saw `IncompatibleClassChangeError` on Lucene result maps. Every retrieval
-# step of a searcher that calls Java (Lucene through pyjnius, plus the cheap faiss/numpy parts of
-# the same searcher) runs under this process-wide lock; searchers without Java (dense, in-memory
-# lexical/uni) and query encoding (ONNX Runtime) run outside it, so requests use every core.
+# reload in flight we saw `IncompatibleClassChangeError` on Lucene result maps. Every Java call
+# holds this process-wide lock: the searchers that call Lucene take it around those calls alone
+# (retrieval/bm25.py, retrieval/lexical.py), so the numpy/faiss work of a fusion, query encoding and
+# other requests run beside a Lucene search; closing a searcher takes it too.
 RETRIEVAL_LOCK = JVM_LOCK
 
 
 def search_one(searcher: Searcher, qid: str, query: str, k: int):
-    """`searcher.search({qid: query}, k)` with the encoding outside RETRIEVAL_LOCK and retrieval
-    inside it when the searcher calls Java (`searcher.uses_jvm`)."""
+    """`searcher.search({qid: query}, k)`, the query encoded first when the mode needs its encoder."""
     batch = QueryBatch.from_dict({qid: query})
     if searcher.encoder is not None:
         batch.encoded = searcher.encoder.encode(batch.texts, is_query=True)
-    with RETRIEVAL_LOCK if searcher.uses_jvm else nullcontext():
-        return searcher.search_batch(batch, k)
+    return searcher.search_batch(batch, k)
 
 
 class NotReady(RuntimeError):

@@ -91,8 +91,14 @@ def run_biencoder_stage(
                             **collate_extra)
     log.info("%s (%s): %d examples of %d docs, terms %s", stage, recipe.name, len(examples), cfg.group_size,
              ", ".join(terms))
+    idf = None
+    if "idf" in wanted:  # inference-free sparse queries: IDF over the train corpus, as the index stage's table
+        from uniret.data.token_stats import idf_weights
+
+        idf = torch.from_numpy(idf_weights(model.tokenizer, list(corpus.values()),
+                                           cfg.doc_max_length or mcfg.doc_max_length))
     data = batches_for(examples, collate, cfg.train)
-    compute_loss = make_compute_loss(build_composite(terms), teachers)
+    compute_loss = make_compute_loss(build_composite(terms), teachers, idf)
     extra = {"examples": len(examples), "negatives_from": negatives_from, "terms": sorted(terms)}
     if teacher_note:
         extra["teacher_check"] = teacher_note

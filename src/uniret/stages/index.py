@@ -119,10 +119,34 @@ def _corpus_encoding(ctx: StageContext, key: str | None, dataset: BeirDataset, d
     return encoded, timing.get("seconds")
 
 
+def _train_pairs(dataset: BeirDataset, others: list[BeirDataset], split: str, dev_qids: set[str], docs: list):
+    """The train split's queries outside the dev carve with the rows (in `docs`) of their relevant
+    documents: the static tower's fine-tuning data. A query whose text equals a held-out query (a
+    dev or test query of any dataset: BEIR's SciFact has two train claims worded as test claims)
+    is dropped, as the pseudo-queries drop it."""
+    from uniret.data.pseudo_queries import held_out_queries, normalise
+    from uniret.training.static_tower import TrainPairs
+
+    row = {d.id: i for i, d in enumerate(docs)}
+    queries = dataset.queries()
+    held = held_out_queries([dataset, *others], dataset.name, split, dev_qids)
+    pairs = TrainPairs(texts=[], positives=[])
+    if split not in dataset.splits():
+        return pairs
+    for qid, judged in dataset.qrels(split).items():
+        relevant = [row[d] for d, rel in judged.items() if rel > 0 and d in row]
+        if qid in dev_qids or qid not in queries or not relevant or normalise(queries[qid]) in held:
+            continue
+        pairs.texts.append(queries[qid])
+        pairs.positives.append(relevant)
+    return pairs
+
+
 def _static_query(ctx: StageContext, cfg: IndexConfig, model, tokenizer, dataset: BeirDataset, docs: list,
-                  bundle: Path, qlen: int, dlen: int):
+                  bundle: Path, qlen: int, dlen: int, doc_vectors=None):
     """Build and write the bundle's static/ query tables: (their encoder, their record), or
-    (None, None) when `index.static_query.enabled` is false."""
+    (None, None) when `index.static_query.enabled` is false. `doc_vectors`: the corpus's dense
+    vectors (rows of `docs`), which the tower is fine-tuned against when so configured."""
     from uniret.core.stage_files import DEV_QRELS
     from uniret.data.beir import read_qrels
     from uniret.data.pseudo_queries import PseudoQuerySpec, pseudo_queries
@@ -139,7 +163,9 @@ def _static_query(ctx: StageContext, cfg: IndexConfig, model, tokenizer, dataset
     spec = PseudoQuerySpec(scfg.train_queries, scfg.titles, scfg.sentences, scfg.other_corpus_sentences,
                            scfg.min_words, scfg.max_words, scfg.seed)
     texts, counts = pseudo_queries(dataset, others, data.train_split, dev_qids, spec)
-    tables = build_static_tables(model, tokenizer, [d.contents for d in docs], texts, qlen, dlen, scfg, counts)
+    pairs = _train_pairs(dataset, others, data.train_split, dev_qids, docs) if scfg.finetune_epochs else None
+    tables = build_static_tables(model, tokenizer, [d.contents for d in docs], texts, qlen, dlen, scfg, counts,
+                                 pairs, doc_vectors)
     save_static_query(bundle / STATIC_DIR, tables.tower, tables.token_weights, tables.meta)
     # read back as serving reads it, so fusion weights are learned on the stored (float16) tower
     return load_static_query(bundle / STATIC_DIR, tokenizer, qlen), tables.meta
@@ -204,7 +230,8 @@ def run(ctx: StageContext) -> dict[str, Any]:
         metrics: dict[str, Any] = write_index_structures(
             bundle, [d.id for d in docs], encoded, vocab_tokens(tokenizer), rcfg
         )
-        static, static_meta = (_static_query(ctx, cfg, model, tokenizer, dataset, docs, bundle, qlen, dlen)
+        static, static_meta = (_static_query(ctx, cfg, model, tokenizer, dataset, docs, bundle, qlen, dlen,
+                                             encoded.dense)
                                if encoded.dense is not None else (None, None))
         fusion = learn_fusion(ctx, cfg, rcfg, dataset, [d.id for d in docs], encoded, onnx_enc, cache_key, static)
         shutil.copytree(bm25_index, bundle / BM25_DIR)

@@ -68,8 +68,17 @@ def gather_encoded(enc: Encoded) -> Encoded:
                    gate=gather_with_grad(enc.gate))
 
 
-def make_compute_loss(loss: CompositeLoss, teachers: Mapping[str, TeacherFn] | None = None):
-    """compute_loss(model, batch, step) for a bi-encoder trained with `loss` (see module doc)."""
+def idf_bags(input_ids: torch.Tensor, idf: torch.Tensor) -> torch.Tensor:
+    """[Q, vocab]: each query's distinct tokens weighted by `idf` (special and padding tokens have
+    IDF 0), the inference-free sparse query the static query encoder serves."""
+    ids = input_ids.to(idf.device)
+    return torch.zeros(ids.shape[0], idf.shape[0], dtype=idf.dtype, device=idf.device).scatter_(1, ids, idf[ids])
+
+
+def make_compute_loss(loss: CompositeLoss, teachers: Mapping[str, TeacherFn] | None = None,
+                      idf: torch.Tensor | None = None):
+    """compute_loss(model, batch, step) for a bi-encoder trained with `loss` (see module doc);
+    `idf` ([vocab], the train corpus's token IDF) feeds the sparse_idf channel."""
     teachers = dict(teachers or {})
 
     def compute_loss(model: torch.nn.Module, batch: dict[str, Any], step: int) -> tuple[torch.Tensor, dict[str, float]]:
@@ -89,6 +98,7 @@ def make_compute_loss(loss: CompositeLoss, teachers: Mapping[str, TeacherFn] | N
             bm25_scores=gather_detached(bm25.to(device)) if bm25 is not None else None,
             bm25_minmax=gather_detached(bm25_minmax.to(device)) if bm25_minmax is not None else None,
             dense_parts=getattr(inner, "dense_parts", {}),
+            query_idf=gather_detached(idf_bags(batch["query"]["input_ids"], idf.to(device))) if idf is not None else None,
             step=step,
         )
         total, logs = loss(inputs)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from uniret.config.retrieval import StaticQueryConfig
+from uniret.data.token_stats import idf_weights, special_mask
 
 log = logging.getLogger("uniret.training.static_tower")
 
@@ -35,31 +36,6 @@ class StaticTables:
     tower: np.ndarray  # [vocab, dim] float32
     token_weights: np.ndarray  # [vocab] float32
     meta: dict
-
-
-def special_mask(tokenizer, vocab_size: int) -> np.ndarray:
-    """True for the tokenizer's special tokens ([CLS], [SEP], [PAD], ...): never a query term."""
-    mask = np.zeros(vocab_size, dtype=bool)
-    for tid in tokenizer.all_special_ids:
-        if 0 <= tid < vocab_size:
-            mask[tid] = True
-    return mask
-
-
-def idf_weights(tokenizer, documents: Sequence[str], max_length: int, batch: int = 512) -> np.ndarray:
-    """BM25's IDF, log(1 + (N - df + 0.5) / (df + 0.5)), of every vocabulary token over `documents`
-    (each cut at `max_length` tokens, as the document encoder sees it); special tokens get 0."""
-    vocab = len(tokenizer)
-    df = np.zeros(vocab, dtype=np.int64)
-    for start in range(0, len(documents), batch):
-        enc = tokenizer(list(documents[start:start + batch]), add_special_tokens=False, truncation=True,
-                        max_length=max_length)
-        for ids in enc["input_ids"]:
-            df[np.unique(np.asarray(ids, dtype=np.int64))] += 1
-    n = len(documents)
-    idf = np.log1p((n - df + 0.5) / (df + 0.5)).astype(np.float32)
-    idf[special_mask(tokenizer, vocab)] = 0.0
-    return idf
 
 
 def _dense_part(model: torch.nn.Module) -> torch.nn.Module:
@@ -127,40 +103,106 @@ def _bags(tokenizer, texts: Sequence[str], max_length: int, special: np.ndarray)
     return bags, kept
 
 
+def _bag_batch(bags: list[np.ndarray], rows: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """EmbeddingBag inputs of `rows`: (all their token ids, each bag's start offset)."""
+    flat = torch.from_numpy(np.concatenate([bags[r] for r in rows]))
+    offsets = torch.tensor([0, *np.cumsum([len(bags[r]) for r in rows])[:-1]], dtype=torch.long)
+    return flat, offsets
+
+
+def _table(init: np.ndarray) -> torch.nn.EmbeddingBag:
+    table = torch.nn.EmbeddingBag(init.shape[0], init.shape[1], mode="sum")
+    with torch.no_grad():
+        table.weight.copy_(torch.from_numpy(init))
+    return table
+
+
+def _cosine_loss(table: torch.nn.EmbeddingBag, bags: list[np.ndarray], rows: Sequence[int],
+                 target: torch.Tensor) -> torch.Tensor:
+    """Mean (1 - cosine) between the tower's vectors of `rows` and their teacher vectors."""
+    pred = F.normalize(table(*_bag_batch(bags, rows)), dim=-1)
+    return (1.0 - (pred * target[list(rows)]).sum(dim=-1)).mean()
+
+
+def _epochs(table: torch.nn.EmbeddingBag, n_items: int, epochs: int, batch_size: int, lr: float,
+            gen: torch.Generator, batch_loss: Callable[[list[int]], torch.Tensor]) -> list[float]:
+    """Adam over `epochs` shuffled passes of `n_items` in batches; the mean loss of each epoch."""
+    opt = torch.optim.Adam(table.parameters(), lr=lr)
+    losses: list[float] = []
+    for _ in range(epochs):
+        perm = torch.randperm(n_items, generator=gen).tolist()
+        total = 0.0
+        for start in range(0, n_items, batch_size):
+            rows = perm[start:start + batch_size]
+            loss = batch_loss(rows)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += float(loss.detach()) * len(rows)
+        losses.append(total / n_items)
+    return losses
+
+
 def distill_tower(init: np.ndarray, bags: list[np.ndarray], targets: np.ndarray, cfg: StaticQueryConfig
                   ) -> tuple[np.ndarray, list[float]]:
     """Train the token vectors so that normalise(sum of a bag's vectors) meets its target (cosine);
     returns the tower and the mean loss of each epoch."""
     if not bags:
         return init, []
-    gen = torch.Generator().manual_seed(cfg.seed)
-    table = torch.nn.EmbeddingBag(init.shape[0], init.shape[1], mode="sum")
-    with torch.no_grad():
-        table.weight.copy_(torch.from_numpy(init))
-    opt = torch.optim.Adam(table.parameters(), lr=cfg.lr)
+    table = _table(init)
     target = torch.from_numpy(np.ascontiguousarray(targets))
-    losses: list[float] = []
-    for _ in range(cfg.epochs):
-        perm = torch.randperm(len(bags), generator=gen).tolist()
-        total = 0.0
-        for start in range(0, len(perm), cfg.batch_size):
-            rows = perm[start:start + cfg.batch_size]
-            flat = torch.from_numpy(np.concatenate([bags[r] for r in rows]))
-            offsets = torch.tensor([0, *np.cumsum([len(bags[r]) for r in rows])[:-1]], dtype=torch.long)
-            pred = F.normalize(table(flat, offsets), dim=-1)
-            loss = (1.0 - (pred * target[rows]).sum(dim=-1)).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            total += float(loss.detach()) * len(rows)
-        losses.append(total / len(bags))
+    losses = _epochs(table, len(bags), cfg.epochs, cfg.batch_size, cfg.lr, torch.Generator().manual_seed(cfg.seed),
+                     lambda rows: _cosine_loss(table, bags, rows, target))
+    return table.weight.detach().numpy().astype(np.float32), losses
+
+
+@dataclass
+class TrainPairs:
+    """Fine-tuning data: train query texts and, per query, the rows of its relevant documents in
+    the frozen document matrix."""
+
+    texts: list[str]
+    positives: list[list[int]]
+
+
+def finetune_tower(tower: np.ndarray, query_bags: list[np.ndarray], positives: list[list[int]],
+                   doc_vectors: np.ndarray, anchor_bags: list[np.ndarray], anchor_targets: np.ndarray,
+                   cfg: StaticQueryConfig) -> tuple[np.ndarray, list[float]]:
+    """Fine-tune the tower against frozen document vectors: per train query, softmax over the whole
+    corpus (q . d / temperature) with its relevant documents as positives, plus `finetune_anchor`
+    times the distillation loss on a batch of pseudo-queries, so tokens the train queries share
+    with other text stay near the teacher. Returns the tower and the mean loss of each epoch."""
+    if cfg.finetune_epochs == 0 or not query_bags:
+        return tower, []
+    gen = torch.Generator().manual_seed(cfg.seed + 1)
+    table = _table(tower)
+    docs = torch.from_numpy(np.ascontiguousarray(doc_vectors, dtype=np.float32))
+    anchor = torch.from_numpy(np.ascontiguousarray(anchor_targets)) if anchor_bags else None
+
+    def batch_loss(rows: list[int]) -> torch.Tensor:
+        logits = F.normalize(table(*_bag_batch(query_bags, rows)), dim=-1) @ docs.T / cfg.finetune_temperature
+        positive = torch.zeros_like(logits, dtype=torch.bool)
+        for i, r in enumerate(rows):
+            positive[i, positives[r]] = True
+        # -log of the probability mass on the relevant documents
+        loss = (logits.logsumexp(dim=-1) - logits.masked_fill(~positive, float("-inf")).logsumexp(dim=-1)).mean()
+        if anchor is not None and cfg.finetune_anchor > 0:
+            picked = torch.randint(len(anchor_bags), (cfg.batch_size,), generator=gen).tolist()
+            loss = loss + cfg.finetune_anchor * _cosine_loss(table, anchor_bags, picked, anchor)
+        return loss
+
+    losses = _epochs(table, len(query_bags), cfg.finetune_epochs, cfg.finetune_batch_size, cfg.finetune_lr, gen,
+                     batch_loss)
     return table.weight.detach().numpy().astype(np.float32), losses
 
 
 def build_static_tables(model: torch.nn.Module, tokenizer, documents: Sequence[str], texts: Sequence[str],
                         query_max_length: int, doc_max_length: int, cfg: StaticQueryConfig,
-                        text_counts: dict[str, int] | None = None) -> StaticTables:
-    """The bundle's static query tables: IDF weights over `documents`, a tower distilled on `texts`."""
+                        text_counts: dict[str, int] | None = None, pairs: TrainPairs | None = None,
+                        doc_vectors: np.ndarray | None = None) -> StaticTables:
+    """The bundle's static query tables: IDF weights over `documents`, a tower distilled on `texts`,
+    then (cfg.finetune_epochs > 0) fine-tuned on `pairs` against `doc_vectors`, the rows of the
+    documents' frozen dense vectors."""
     torch.manual_seed(cfg.seed)
     times: dict[str, float] = {}
     start = time.perf_counter()
@@ -181,8 +223,15 @@ def build_static_tables(model: torch.nn.Module, tokenizer, documents: Sequence[s
     start = time.perf_counter()
     tower, losses = distill_tower(init, bags, targets, cfg)
     times["distill_s"] = time.perf_counter() - start
-    log.info("static tower: %d texts, cosine loss by epoch %s, %s", len(bags),
-             [round(x, 4) for x in losses], {k: round(v, 1) for k, v in times.items()})
+    tuned: list[float] = []
+    if cfg.finetune_epochs and pairs is not None and doc_vectors is not None:
+        start = time.perf_counter()
+        query_bags, kept_pairs = _bags(tokenizer, pairs.texts, query_max_length, special)
+        tower, tuned = finetune_tower(tower, query_bags, [pairs.positives[i] for i in kept_pairs], doc_vectors,
+                                      bags, targets, cfg)
+        times["finetune_s"] = time.perf_counter() - start
+    log.info("static tower: %d texts, cosine loss by epoch %s, fine-tuning loss by epoch %s, %s", len(bags),
+             [round(x, 4) for x in losses], [round(x, 4) for x in tuned], {k: round(v, 1) for k, v in times.items()})
     meta = {
         "token_weights": "idf",
         "idf_documents": len(documents),
@@ -190,6 +239,8 @@ def build_static_tables(model: torch.nn.Module, tokenizer, documents: Sequence[s
         "text_sources": dict(text_counts or {}),
         "epochs": cfg.epochs,
         "loss_by_epoch": [round(x, 5) for x in losses],
+        "finetune_queries": len(pairs.texts) if pairs is not None and tuned else 0,
+        "finetune_loss_by_epoch": [round(x, 5) for x in tuned],
         "seconds": {k: round(v, 2) for k, v in times.items()},
         "dim": int(tower.shape[1]),
         "vocab": int(tower.shape[0]),
