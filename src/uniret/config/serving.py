@@ -149,7 +149,7 @@ class BenchStageConfig:
     """
 
     max_queries: int = 100
-    warmup_queries: int = 5
+    warmup_queries: int = 50
     encode_queries: int = 50  # batch-1 query encodings with the serving (ONNX) encoder; no torch
     sections: list[str] = field(default_factory=lambda: ["modes", "encoders", "sizes", "http"])
     http: HttpBenchConfig  # params.yaml bench.stage.http: shorter than bench.http
@@ -169,7 +169,7 @@ class BenchConfig:
     dataset: str = "scifact"  # queries (and qrels for nDCG@10) come from this dataset's split
     split: str = "test"
     max_queries: int | None = None  # None: every query of the split
-    warmup_queries: int = 5  # run and discarded before each timed series (JIT, caches, lazy opens)
+    warmup_queries: int = 100  # run and discarded before each timed series (JIT, caches, lazy opens)
     modes: list[str] = field(default_factory=lambda: ["bm25", "dense", "lexical", "uni", "hybrid", "hybrid_bm25", "rrf",
                                                       "dense_static", "lexical_static", "hybrid_fast"])
     k: int = 10  # depth of the timed searches
