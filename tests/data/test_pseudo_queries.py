@@ -51,3 +51,26 @@ def test_a_document_sentence_equal_to_a_test_query_is_dropped(tmp_path):
     assert leak not in texts and "Vitamin D trials and the risk of falls" not in texts
     assert "How common are falls in older adults?" in texts and "Falls are common in older adults at home." in texts
     assert counts["dropped_as_held_out_query"] == 1
+
+
+def test_fine_tuning_pairs_never_hold_a_held_out_query(shared_data):
+    """The static tower's fine-tuning pairs (index stage): SciFact's train queries with their relevant
+    rows, minus the dev carve and the train claims worded exactly as a test claim (BEIR has two)."""
+    from uniret.stages.index import _train_pairs
+
+    scifact = BeirDataset(shared_data / "scifact", "scifact")
+    docs = list(scifact.iter_corpus())
+    dev = set(list(scifact.qrels("train"))[:50])
+    pairs = _train_pairs(scifact, [], "train", dev, docs)
+    tests = {normalise(t) for t in scifact.split_queries("test").values()}
+    dev_texts = {normalise(scifact.queries()[q]) for q in dev}
+    assert pairs.texts and len(pairs.texts) == len(pairs.positives)
+    assert not {normalise(t) for t in pairs.texts} & (tests | dev_texts)
+    train = [q for q in scifact.qrels("train") if q not in dev]
+    assert len(pairs.texts) < len(train)  # the two test-worded claims (and any claim without a judged doc) dropped
+    judged = scifact.qrels("train")
+    relevant: dict[str, set[str]] = {}  # by text: a few claims appear under two query ids
+    for q in train:
+        relevant.setdefault(scifact.queries()[q], set()).update(d for d, rel in judged[q].items() if rel > 0)
+    for text, rows in zip(pairs.texts, pairs.positives, strict=True):
+        assert rows and {docs[r].id for r in rows} <= relevant[text]  # rows point at the query's own judged docs
