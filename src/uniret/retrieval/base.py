@@ -51,11 +51,9 @@ class Searcher(ABC):
     mode: str = ""
     #: the query encoder, for searchers that need encoded queries (None for BM25)
     encoder: TextEncoder | None = None
-    #: True when searching calls Java (Lucene through pyjnius): those calls hold JVM_LOCK
+    #: True when searching calls Java (Lucene through pyjnius): those calls hold JVM_LOCK, and run with
+    #: the GIL released, so a fusion runs such a route on a worker thread beside its other routes
     uses_jvm: bool = False
-    #: True when the heavy part of a search runs outside the GIL (Lucene through pyjnius, faiss): a
-    #: fusion then runs it on a worker thread beside its other routes
-    offload: bool = False
 
     def prepare(self, batch: QueryBatch) -> None:
         """Compute what this searcher's routes share into `batch` (e.g. a static query encoding),

@@ -31,7 +31,6 @@ class Bm25ModeSearcher(Searcher):
     mode = "bm25"
     encoder = None
     uses_jvm = True  # every Java call below holds JVM_LOCK (pyjnius is not safe for concurrent calls)
-    offload = True  # pyjnius releases the GIL while Lucene searches
 
     def __init__(self, index_dir: str | Path, cfg: Bm25Config, docids: Sequence[str] | None = None,
                  rm3: bool = False):

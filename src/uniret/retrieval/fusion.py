@@ -55,9 +55,10 @@ def reciprocal_rank(runs: Sequence[Run], rrf_k: int, k: int | None = None) -> Ru
     return out
 
 
-# The routes of an array fusion whose heavy part runs outside the GIL (Lucene through pyjnius, faiss:
-# `Searcher.offload`) run here, beside the caller's in-process routes, so a fusion's latency is about
-# its slowest route, not the sum (E38). Workers only run leaf searches, never work waiting on this pool.
+# The Lucene routes of an array fusion (`Searcher.uses_jvm`: pyjnius releases the GIL during a Java
+# call) run here, beside the caller's in-process routes, so a fusion's latency is about its slowest
+# route, not the sum; a faiss/numpy route on a worker was slower (E38). Workers only run leaf
+# searches, never work waiting on this pool.
 _ROUTES = ThreadPoolExecutor(max_workers=2, thread_name_prefix="uniret-route")
 
 
@@ -112,13 +113,13 @@ class FusionSearcher(Searcher):
         return interpolate(runs, self.weights, k)
 
     def _route_arrays(self, batch: QueryBatch, depths: list[int]) -> list[list[tuple[np.ndarray, np.ndarray]]]:
-        """Every route's hits as arrays: the shared query encodings first, then the offloadable routes
-        on worker threads while the caller runs the others (the last route stays with the caller when
-        all offload). Same results, in the same order, as running them one after the other."""
+        """Every route's hits as arrays: the shared query encodings first, then the Lucene routes on
+        worker threads while the caller runs the others (the last route stays with the caller when all
+        call Lucene). Same results, in the same order, as running them one after the other."""
         pairs = list(zip(self.searchers, depths, strict=True))
         for searcher in self.searchers:
             searcher.prepare(batch)
-        away = [i for i, s in enumerate(self.searchers) if s.offload][: len(pairs) - 1]
+        away = [i for i, s in enumerate(self.searchers) if s.uses_jvm][: len(pairs) - 1]
         pending = {i: _ROUTES.submit(pairs[i][0].search_arrays, batch, pairs[i][1]) for i in away}
         local = {i: s.search_arrays(batch, d) for i, (s, d) in enumerate(pairs) if i not in pending}
         return [pending[i].result() if i in pending else local[i] for i in range(len(pairs))]

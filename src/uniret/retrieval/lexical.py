@@ -186,7 +186,7 @@ class LexicalSearcher(Searcher):
     def __init__(self, index: ImpactIndex, encoder: TextEncoder | None = None):
         self.index = index
         self.encoder = encoder
-        self.uses_jvm = self.offload = index.uses_jvm  # the in-memory backend holds the GIL: no gain off-thread
+        self.uses_jvm = index.uses_jvm
         self.docids = index.docids
         self.has_arrays = hasattr(index, "top_k_arrays")  # the in-memory backend
 

@@ -157,7 +157,6 @@ class StaticRouteSearcher(Searcher):
         self.mode = mode
         self.encoder = None
         self.uses_jvm = inner.uses_jvm
-        self.offload = inner.offload
         self.has_arrays = inner.has_arrays
         self.docids = getattr(inner, "docids", None)
 
