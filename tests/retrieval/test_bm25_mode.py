@@ -161,3 +161,37 @@ def test_concurrent_requests_answer_as_serial_ones(bm25, encoded_slice):
     with ThreadPoolExecutor(8) as pool:
         for qid, hits in pool.map(one, items):
             assert list(hits.items()) == list(serial[qid].items())
+
+
+@pytest.fixture(scope="module")
+def bm25_memory(bm25_dir, encoded_slice):
+    from uniret.retrieval.bm25_memory import MemoryBm25Searcher
+
+    return MemoryBm25Searcher.from_lucene(bm25_dir, CFG, encoded_slice.docids)
+
+
+@pytest.mark.parametrize("k", [1000, 10])
+def test_memory_bm25_ranks_as_lucene(bm25, bm25_memory, encoded_slice, k):
+    """Lucene's term weights summed in memory: the same documents in the same order as the Lucene
+    searcher, scores within Anserini's 4-decimal rounding and tie nudges of them."""
+    batch = encoded_slice.batch
+    lucene, memory = bm25.search_arrays(batch, k), bm25_memory.search_arrays(batch, k)
+    assert sum(len(rows) for rows, _ in memory) > 0
+    for (want_rows, want), (rows, scores) in zip(lucene, memory, strict=True):
+        assert rows.tolist() == want_rows.tolist()
+        np.testing.assert_allclose(scores, want, rtol=0, atol=1.0001e-4)
+    assert list(bm25_memory.search_batch(batch, k)) == batch.ids
+
+
+def test_memory_bm25_counts_repeated_terms_and_skips_unknown_ones(bm25, bm25_memory, encoded_slice):
+    """A term said twice weighs twice (Anserini's bag of words boosts a clause by its count); a query
+    of terms the index lacks matches nothing."""
+    text = encoded_slice.batch.texts[0]
+    word = max(text.split(), key=len)
+    batch = QueryBatch(["once", "twice", "none"], [word, f"{word} {word}", "qqqzzzx xxyyzq"])
+    (once, s1), (twice, s2), (none, _) = bm25_memory.search_arrays(batch, 20)
+    (l_twice, l2), = bm25.search_arrays(QueryBatch(["twice"], [f"{word} {word}"]), 20)
+    assert len(once) and once.tolist() == twice.tolist() == l_twice.tolist()
+    np.testing.assert_allclose(s2, 2 * s1, rtol=1e-6)
+    np.testing.assert_allclose(s2, l2, rtol=0, atol=1.0001e-4)
+    assert len(none) == 0

@@ -106,3 +106,35 @@ def test_gpu_placement_when_faiss_sees_a_gpu(monkeypatch, encoded_slice):
     assert to_search_device(index, DenseIndexConfig(use_gpu=False)) is index and len(moved) == 1
     hnsw = build_faiss_index(encoded_slice.docs.dense, DenseIndexConfig(type="hnsw"))
     assert to_search_device(hnsw, DenseIndexConfig(type="hnsw")) is hnsw and len(moved) == 1  # no GPU HNSW
+
+
+def test_fast_scan_shortlist_ranks_its_candidates_exactly():
+    """The shortlist's hits carry exact scores in exact order; with every document a candidate it is
+    the exact search; at 2x a depth of 100 it keeps the exact top 10 (clustered vectors, as
+    embeddings are); a corpus too small to be worth it, or a dimension that does not split, scans every vector."""
+    from uniret.retrieval.base import QueryBatch
+    from uniret.retrieval.dense import SHORTLIST_MIN_DOCS, build_fast_scan
+    from uniret.retrieval.encoding import EncodedTexts
+
+    rng = np.random.default_rng(7)
+    centres = rng.standard_normal((30, 64))
+    docs = (centres[rng.integers(0, 30, 3000)] + 0.5 * rng.standard_normal((3000, 64))).astype(np.float32)
+    docs /= np.linalg.norm(docs, axis=1, keepdims=True)
+    docids = [f"d{i}" for i in range(len(docs))]
+    index = build_faiss_index(docs, DenseIndexConfig(type="flat"))
+    exact = DenseSearcher(index, docids, vectors=docs)
+    listed = DenseSearcher(index, docids, vectors=docs, shortlist=2)
+    assert listed._fast_scan is not None
+    assert build_fast_scan(docs[:, :-1]) is None and build_fast_scan(docs[:SHORTLIST_MIN_DOCS - 1]) is None
+    queries = docs[:40] + 0.3 * rng.standard_normal((40, 64)).astype(np.float32)
+    overlap = []
+    for i, query in enumerate(queries):
+        part = QueryBatch([f"q{i}"], [""], EncodedTexts(dense=query[None, :]))
+        (rows_e, _), = exact.search_arrays(part, 10)
+        (rows, scores), = listed.search_arrays(part, 100)  # 200 candidates of 3000
+        np.testing.assert_allclose(scores, docs[rows] @ query, rtol=1e-5, atol=1e-6)
+        assert len(rows) == 100 and np.all(np.diff(scores) <= 0)
+        overlap.append(len(set(rows[:10].tolist()) & set(rows_e.tolist())) / 10)
+    assert np.mean(overlap) >= 0.95
+    part = QueryBatch(["all"], [""], EncodedTexts(dense=queries[:1]))
+    assert listed.search_arrays(part, 2000)[0][0].tolist() == exact.search_arrays(part, 2000)[0][0].tolist()

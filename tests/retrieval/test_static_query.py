@@ -129,3 +129,40 @@ def test_another_corpus_is_searched_with_its_own_idf(tiny_bundle):
     assert not np.array_equal(other.token_weights, static.token_weights)
     texts = list(QUERIES.values())
     assert np.array_equal(other.encode(texts).dense, static.encode(texts).dense)
+
+
+def test_fast_routes_search_bm25_in_memory_and_shortlist_dense(tiny_bundle):
+    """hybrid_fast's BM25 route holds Lucene's term weights in memory (no Java search), its dense route
+    the fast-scan shortlist setting; `fast_bm25: lucene` searches the index, and both rank alike."""
+    import dataclasses
+
+    from uniret.retrieval.bm25 import Bm25ModeSearcher
+    from uniret.retrieval.bm25_memory import MemoryBm25Searcher, read_bm25_weights
+
+    bundle = open_bundle(tiny_bundle)
+    terms, weights = bundle.index.bm25_weights  # written by the index stage, read back at open
+    want_terms, want = read_bm25_weights(bundle.index.bm25_dir, bundle.bm25, bundle.index.docids)
+    assert terms == want_terms and (weights != want).nnz == 0 and weights.nnz > 0
+    runs = {}
+    for choice in ("memory", "lucene"):
+        cfg = dataclasses.replace(bundle.retrieval, fusion=dataclasses.replace(bundle.retrieval.fusion, fast_bm25=choice))
+        fast = build_searchers(bundle.index, cfg, bundle.encoder, bundle.bm25, modes=["hybrid_fast"])["hybrid_fast"]
+        routes = dict(zip(cfg.fusion.fast_runs, fast.searchers, strict=True))
+        want = MemoryBm25Searcher if choice == "memory" else Bm25ModeSearcher
+        assert type(routes["bm25"]) is want and fast.uses_jvm == (choice == "lucene")
+        assert routes["dense_static"].inner.shortlist == cfg.fusion.fast_shortlist > 0
+        runs[choice] = fast.search(QUERIES, 10)
+    for qid in QUERIES:
+        assert list(runs["memory"][qid]) == list(runs["lucene"][qid])
+        np.testing.assert_allclose(list(runs["memory"][qid].values()), list(runs["lucene"][qid].values()), atol=1e-4)
+
+
+def test_bm25_weights_that_disagree_with_the_bundle_are_refused(tiny_bundle, tmp_path):
+    from uniret.retrieval.bundle import BM25_TERMS_FILE
+
+    bundle_dir = tmp_path / "bundle"
+    shutil.copytree(tiny_bundle, bundle_dir)
+    terms = json.loads((bundle_dir / BM25_TERMS_FILE).read_text())
+    (bundle_dir / BM25_TERMS_FILE).write_text(json.dumps(terms[:-1]))
+    with pytest.raises(InputFileError, match="bm25_weights.npz: shape .* terms"):
+        open_bundle(bundle_dir)

@@ -74,6 +74,13 @@ class FusionConfig:
     # hybrid_fast: the runs it fuses (no transformer on the query path) and the docs taken from each
     fast_runs: list[str] = field(default_factory=lambda: ["bm25", "lexical_static", "dense_static"])
     fast_depth: int = 300
+    # hybrid_fast's BM25 route: `memory` holds Lucene's BM25 term weights (read once from the index)
+    # as an inverted index, the same ranking with no Java search (up to retrieval.memory_max_docs
+    # documents); `lucene` searches the BM25 index (why memory: E43)
+    fast_bm25: Literal["memory", "lucene"] = "memory"
+    # hybrid_fast's dense route over a flat index: fast_shortlist x fast_depth candidates from 4-bit
+    # PQ fast-scan codes, ranked by their exact scores; 0 scans every vector (why 2: E43)
+    fast_shortlist: float = 2.0
 
     def depth_of(self, run: str) -> int:
         """How many docs a fusion takes from `run`."""
@@ -92,6 +99,8 @@ class FusionConfig:
             raise ValueError(f"fast_runs: cannot fuse {self.fast_runs}; name two or more of {', '.join(FAST_RUNS)}")
         if self.rrf_k < 0 or self.depth <= 0 or self.bm25_depth <= 0 or self.fast_depth <= 0:
             raise ValueError("rrf_k must be >= 0, depth, bm25_depth and fast_depth positive")
+        if self.fast_shortlist < 0:
+            raise ValueError(f"fast_shortlist must be >= 0 (0: no shortlist), got {self.fast_shortlist}")
 
 
 @dataclass

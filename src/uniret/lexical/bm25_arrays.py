@@ -64,6 +64,12 @@ def docid_rows(index_dir: str | os.PathLike, names: list[str | None], docids: li
     return np.asarray([row[d] if d is not None else -1 for d in names], dtype=np.int64)
 
 
+def query_analyzer(cfg: Bm25Config) -> Any:
+    """Anserini's DefaultEnglishAnalyzer with the bm25 stage's stemmer and stop words (a Java object,
+    safe to use from several threads): the analysis of the indexed text and of a BM25 query."""
+    return java_class("io.anserini.analysis.DefaultEnglishAnalyzer").fromArguments(cfg.stemmer, cfg.keep_stopwords, None)
+
+
 class Bm25ArraySearcher:
     """An open BM25 index answering one query at a time with (Lucene doc ids, float32 scores).
 
@@ -95,9 +101,7 @@ class Bm25ArraySearcher:
         self._searcher.setSimilarity(
             java_class("org.apache.lucene.search.similarities.BM25Similarity")(float(cfg.k1), float(cfg.b))
         )
-        self._analyzer = java_class("io.anserini.analysis.DefaultEnglishAnalyzer").fromArguments(
-            cfg.stemmer, cfg.keep_stopwords, None
-        )
+        self._analyzer = query_analyzer(cfg)
         self._generator = java_class("io.anserini.search.query.BagOfWordsQueryGenerator")()
         sort_field = java_class("org.apache.lucene.search.SortField")
         string_val = java_class("org.apache.lucene.search.SortField$Type").STRING_VAL

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -93,8 +94,14 @@ class Bm25TermWeights(Bm25ArraySearcher):
 
     def query_terms(self, text: str) -> collections.Counter:
         """{analysed term: count} of a query, as Anserini's BagOfWordsQueryGenerator builds its clauses."""
-        tokens = java_class("io.anserini.analysis.AnalyzerUtils").analyze(self._analyzer, text)
-        return collections.Counter(str(t) for t in tokens.toArray())
+        return query_counts(self._analyzer, text)
+
+
+def query_counts(analyzer: Any, text: str) -> collections.Counter:
+    """{analysed term: count} of `text` by a Lucene `analyzer`: the clauses (term, boost) of Anserini's
+    BagOfWordsQueryGenerator. The caller holds JVM_LOCK."""
+    tokens = java_class("io.anserini.analysis.AnalyzerUtils").analyze(analyzer, text)
+    return collections.Counter(str(t) for t in tokens.toArray())
 
 
 def query_vectors(counts: Sequence[collections.Counter], term_ids: dict[str, int]) -> list[dict[int, float]]:

@@ -54,6 +54,9 @@ class Searcher(ABC):
     #: True when searching calls Java (Lucene through pyjnius): those calls hold JVM_LOCK, and run with
     #: the GIL released, so a fusion runs such a route on a worker thread beside its other routes
     uses_jvm: bool = False
+    #: True when a search is Python and numpy work in this process that holds the GIL for most of its
+    #: time (no query encoder, no Java search, no remote engine): serving runs few of them at once
+    gil_bound: bool = False
 
     def prepare(self, batch: QueryBatch) -> None:
         """Compute what this searcher's routes share into `batch` (e.g. a static query encoding),

@@ -11,6 +11,8 @@ Layout (written by uniret.stages.index, published as-is by promote, read by eval
     impacts.npz       the same impacts as a CSR matrix (exhaustive scoring; the in-memory lexical
                       backend, retrieval.lexical_backend)
     bm25/             Lucene BM25 index of the same corpus (reference mode)
+    bm25_weights.npz  Lucene's BM25 weight of every (doc, term) of bm25/ as a CSR matrix, and
+    bm25_terms.json   its column terms: hybrid_fast's BM25 route in memory (retrieval/bm25_memory.py)
     static/           the query side with no transformer: token weight table + static dense tower
                       (retrieval/static_query.py; the dense_static, lexical_static, hybrid_fast modes)
     docids.json       row -> doc id, shared by dense.faiss, impacts.npz
@@ -48,6 +50,8 @@ DENSE_FILE = "dense.faiss"
 IMPACT_DIR = "impact"
 IMPACTS_FILE = "impacts.npz"
 BM25_DIR = "bm25"
+BM25_WEIGHTS_FILE = "bm25_weights.npz"
+BM25_TERMS_FILE = "bm25_terms.json"
 DOCIDS_FILE = "docids.json"
 FORMAT_VERSION = 1
 
@@ -163,7 +167,22 @@ def open_bundle(bundle_dir: str | Path, cfg: RetrievalConfig | None = None, thre
     if (path / BM25_DIR).is_dir():
         index.bm25_dir = path / BM25_DIR
         index.provenance["bm25"] = f"bundle Lucene BM25 index ({BM25_DIR}/)"
+    if structures and (path / BM25_WEIGHTS_FILE).is_file():
+        index.bm25_weights = load_bm25_weights(path, len(docids))
     return Bundle(path, manifest, cfg, bm25_cfg, encoder, index)
+
+
+def load_bm25_weights(bundle_dir: Path, n_docs: int) -> tuple[list[str], sp.csr_matrix]:
+    """(terms, [docs, terms] CSR) of the bundle's bm25_weights.npz / bm25_terms.json; InputFileError
+    naming the file when one is damaged or they disagree with the bundle's doc ids."""
+    path = bundle_dir / BM25_WEIGHTS_FILE
+    with reading(path, "BM25 term weights (.npz)"):
+        weights = sp.load_npz(path).tocsr()
+    terms = read_json(bundle_dir / BM25_TERMS_FILE, list)
+    if weights.shape != (n_docs, len(terms)):
+        raise InputFileError(f"{path}: shape {weights.shape}, but the bundle has {n_docs} doc ids and "
+                             f"{bundle_dir / BM25_TERMS_FILE} {len(terms)} terms")
+    return terms, weights
 
 
 def built_retrieval(manifest: dict[str, Any], path: Path) -> RetrievalConfig:

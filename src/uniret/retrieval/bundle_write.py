@@ -9,7 +9,16 @@ from pathlib import Path
 import scipy.sparse as sp
 
 from uniret.config.retrieval import RetrievalConfig
-from uniret.retrieval.bundle import DENSE_FILE, DOCIDS_FILE, IMPACT_DIR, IMPACTS_FILE
+from uniret.config.sections import Bm25Config
+from uniret.retrieval.bundle import (
+    BM25_DIR,
+    BM25_TERMS_FILE,
+    BM25_WEIGHTS_FILE,
+    DENSE_FILE,
+    DOCIDS_FILE,
+    IMPACT_DIR,
+    IMPACTS_FILE,
+)
 from uniret.retrieval.dense import build_faiss_index, save_faiss_index
 from uniret.retrieval.encoding import EncodedTexts
 from uniret.retrieval.lexical import active_terms
@@ -55,3 +64,17 @@ def write_index_structures(
         metrics["mean_active_terms_doc_before_top_n"] = round(active_terms(quantize(encoded.sparse, cfg.lexical.quant)), 3)
         metrics["bytes_per_doc_sparse"] = round(dir_bytes(bundle_dir / IMPACT_DIR) / max(n, 1), 2)
     return metrics
+
+
+def write_bm25_weights(bundle_dir: Path, docids: list[str], cfg: Bm25Config) -> dict[str, float]:
+    """Write bm25_weights.npz and bm25_terms.json, read from the bundle's bm25/ index (hybrid_fast's
+    BM25 route holds them in memory, E43); return their size figures."""
+    from uniret.retrieval.bm25_memory import read_bm25_weights
+
+    bundle_dir = Path(bundle_dir)
+    terms, weights = read_bm25_weights(bundle_dir / BM25_DIR, cfg, docids)
+    sp.save_npz(bundle_dir / BM25_WEIGHTS_FILE, weights)
+    (bundle_dir / BM25_TERMS_FILE).write_text(json.dumps(terms), encoding="utf-8")
+    size = dir_bytes(bundle_dir / BM25_WEIGHTS_FILE) + dir_bytes(bundle_dir / BM25_TERMS_FILE)
+    return {"bm25_terms": len(terms), "bm25_postings": int(weights.nnz),
+            "bytes_per_doc_bm25_weights": round(size / max(len(docids), 1), 2)}

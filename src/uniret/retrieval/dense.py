@@ -88,19 +88,57 @@ def doc_vectors(index: faiss.Index) -> np.ndarray:
     return index.reconstruct_n(0, index.ntotal)
 
 
+# dimensions per PQ sub-quantizer of the shortlist's fast-scan codes (4 bits each): 384 dims -> 48 bytes
+SHORTLIST_DIMS_PER_CODE = 4
+# below this many vectors a full scan costs tens of microseconds and 4-bit codebooks (16 centroids
+# per sub-quantizer) lack the ~39 training points per centroid faiss asks for
+SHORTLIST_MIN_DOCS = 1000
+
+
+def build_fast_scan(vectors: np.ndarray) -> faiss.Index | None:
+    """A 4-bit PQ fast-scan index over `vectors` (inner product; the shortlist of an exact search),
+    or None when the dimension does not split into SHORTLIST_DIMS_PER_CODE-dim sub-vectors or the
+    corpus is under SHORTLIST_MIN_DOCS (then every vector is scanned)."""
+    dim = vectors.shape[1]
+    if dim % SHORTLIST_DIMS_PER_CODE or len(vectors) < SHORTLIST_MIN_DOCS:
+        return None
+    index = faiss.IndexPQFastScan(dim, dim // SHORTLIST_DIMS_PER_CODE, 4, faiss.METRIC_INNER_PRODUCT)
+    index.train(vectors)  # k-means on a fixed-seed sample of at most 256 points per centroid
+    index.add(vectors)
+    return index
+
+
+def shortlisted(fast_scan: faiss.Index, vectors: np.ndarray, queries: np.ndarray, k: int,
+                candidates: int) -> tuple[np.ndarray, np.ndarray]:
+    """(scores, rows) [n, k] of the k best by exact inner product among each query's `candidates`
+    best by the fast-scan codes; ties by the lower row, as `top_k_rows`."""
+    _, cand = fast_scan.search(queries, candidates)
+    scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
+    rows = np.full((len(queries), k), -1, dtype=np.int64)
+    for i, query in enumerate(queries):
+        found = np.sort(cand[i][cand[i] >= 0])
+        exact = vectors[found] @ query
+        order = np.argsort(-exact, kind="stable")[:k]  # rows ascending: ties by the lower row
+        rows[i, :len(order)], scores[i, :len(order)] = found[order], exact[order]
+    return scores, rows
+
+
 class DenseSearcher(Searcher):
     """Top-k by inner product between the query's dense vector and the faiss index.
 
     Over a CPU flat index whose vectors are given, the exact search is one numpy product and a
     partial sort instead: the same ranking (ties by the lower row), twice as fast as faiss's batch-1
-    scan (E38). Other index types (HNSW, IVF-PQ, a GPU index) search through faiss.
+    scan (E38); with `shortlist`, only the candidates a fast-scan copy names are scored exactly
+    (hybrid_fast's dense route, E43). Other index types (HNSW, IVF-PQ, a GPU index) search through faiss.
     """
 
     mode = "dense"
     has_arrays = True
 
     def __init__(self, index: faiss.Index, docids: list[str], encoder: TextEncoder | None = None,
-                 vectors: np.ndarray | None = None):
+                 vectors: np.ndarray | None = None, shortlist: float = 0.0):
+        """`shortlist`: over a flat index with its vectors, take `shortlist` x k candidates from a 4-bit
+        PQ fast-scan copy of the vectors and rank them by their exact scores (0: scan every vector)."""
         if index.ntotal != len(docids):
             raise ValueError(f"faiss index holds {index.ntotal} vectors but {len(docids)} doc ids were given")
         self.index = index
@@ -108,16 +146,23 @@ class DenseSearcher(Searcher):
         self.encoder = encoder
         exact = vectors is not None and isinstance(index, faiss.IndexFlat) and len(vectors) == index.ntotal
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32) if exact else None
+        self.shortlist = shortlist
+        self.gil_bound = isinstance(index, faiss.Index) and encoder is None  # in-process, no query encoder
+        self._fast_scan = build_fast_scan(self.vectors) if shortlist and self.vectors is not None else None
 
     def _search(self, batch: QueryBatch, k: int) -> tuple[np.ndarray, np.ndarray]:
         enc = batch.require_encoded(self.mode)
         if enc.dense is None:
             raise ValueError("dense retrieval needs a model with a dense head")
         queries = np.ascontiguousarray(enc.dense, dtype=np.float32)
+        k = min(k, len(self.docids))
+        candidates = math.ceil(k * self.shortlist)
+        if self._fast_scan is not None and candidates < len(self.docids):
+            return shortlisted(self._fast_scan, self.vectors, queries, k, max(candidates, k))
         if self.vectors is not None:
-            idx, scores = top_k_rows(queries @ self.vectors.T, min(k, len(self.docids)))
+            idx, scores = top_k_rows(queries @ self.vectors.T, k)
             return scores, idx
-        return self.index.search(queries, min(k, len(self.docids)))
+        return self.index.search(queries, k)
 
     def search_batch(self, batch: QueryBatch, k: int) -> Run:
         scores, idx = self._search(batch, k)

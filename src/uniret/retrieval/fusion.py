@@ -91,6 +91,7 @@ class FusionSearcher(Searcher):
         # encode once for all parts: take the first encoder any part needs
         self.encoder = next((s.encoder for s in self.searchers if s.encoder is not None), None)
         self.uses_jvm = any(s.uses_jvm for s in self.searchers)
+        self.gil_bound = all(s.gil_bound for s in self.searchers)
         # array path: every part returns rows into the same doc id list (dense + in-memory lexical)
         first = self.searchers[0]
         self.docids = getattr(first, "docids", None)

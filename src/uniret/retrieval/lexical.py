@@ -21,6 +21,7 @@ from uniret.core.runs import Run
 from uniret.lexical.jvm import JVM_LOCK
 from uniret.retrieval.base import QueryBatch, Searcher
 from uniret.retrieval.encoding import TextEncoder
+from uniret.retrieval.postings import Postings
 from uniret.retrieval.ranking import hits_dict, tie_ranks, top_k_ranked
 from uniret.retrieval.sparse import keep_top_n, quantize, row_terms
 
@@ -36,18 +37,13 @@ class ImpactIndex(Protocol):
     def top_k(self, qids: Sequence[str], query_weights: sp.csr_matrix, k: int) -> Run: ...
 
 
-# `touched` sums postings by sorting them when they number under 1/SPARSE_ACCUMULATE of the corpus,
-# else in a corpus-wide accumulator (O(postings + docs), no sort)
-SPARSE_ACCUMULATE = 8
-
-
 class MemoryImpactIndex:
     """Quantized document impacts held in memory; exact search by one sparse product per batch.
 
     The impacts are kept twice: `doc_impacts` (docs x vocab, what bundles store and exhaustive
-    scoring reads) and `postings` (vocab x docs, float64), the inverted index: a query's scores
-    are the sum of its terms' posting rows, so the work is proportional to the postings the
-    query touches, not to the corpus. Sums of integer impacts are exact in float64, as in Lucene.
+    scoring reads) and `postings` (retrieval/postings.py, the inverted index): a query's scores
+    are the sum of its terms' posting rows. Sums of integer impacts are exact in float64, as in
+    Lucene.
     """
 
     uses_jvm = False  # pure numpy/scipy: safe to call from several threads at once
@@ -69,11 +65,14 @@ class MemoryImpactIndex:
 
     def _set_impacts(self, doc_impacts: sp.csr_matrix) -> None:
         self.doc_impacts = doc_impacts
-        self.postings = sp.csr_matrix(doc_impacts.T, dtype=np.float64)
+        self.postings = Postings(doc_impacts)
+        self._by_term: sp.csr_matrix | None = None  # float64 vocab x docs, built on the first `scores`
 
     def scores(self, query_weights: sp.csr_matrix) -> sp.csr_matrix:
         """Lexical scores [queries, docs] (sparse: docs sharing no term with a query are absent)."""
-        raw = quantize(query_weights, self.quant).astype(np.float64) @ self.postings
+        if self._by_term is None:
+            self._by_term = sp.csr_matrix(self.doc_impacts.T, dtype=np.float64)
+        raw = quantize(query_weights, self.quant).astype(np.float64) @ self._by_term
         return sp.csr_matrix(raw / (self.quant * self.quant))
 
     def touched(self, terms: np.ndarray, impacts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -84,35 +83,21 @@ class MemoryImpactIndex:
         `terms` are vocabulary ids and `impacts` their integer query impacts; sums of integer
         products are exact in float64 whatever their order, so this equals `scores`.
         """
-        indptr = self.postings.indptr
-        starts, lengths = indptr[terms], indptr[terms + 1] - indptr[terms]
-        total = int(lengths.sum())
-        if total == 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-        # positions of every posting of every term, without a Python loop over the terms
-        offsets = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
-        pos = np.arange(total, dtype=np.int64) + offsets
-        products = self.postings.data[pos] * np.repeat(impacts, lengths)
-        docs = self.postings.indices[pos]
+        rows, sums = self.postings.accumulate(terms, impacts)
         # times the reciprocal, as scipy divides a sparse matrix by a scalar: bit-identical to `scores`
-        scale = 1.0 / (self.quant * self.quant)
-        n_docs = len(self.docids)
-        if total * SPARSE_ACCUMULATE < n_docs:  # few postings: sort them, never touch the whole corpus
-            rows, inverse = np.unique(docs, return_inverse=True)
-            return rows.astype(np.int64), np.bincount(inverse, weights=products) * scale
-        acc = np.bincount(docs, weights=products, minlength=n_docs)  # one pass over a corpus-wide accumulator
-        rows = np.flatnonzero(acc)
-        return rows, acc[rows] * scale
+        return rows, sums * (1.0 / (self.quant * self.quant))
 
     def top_k_arrays(self, query_weights: sp.csr_matrix, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per query: (doc rows, scores) of its k best docs with a positive score, best first
         (ties by doc id, like `runs.ranked`)."""
-        query = quantize(query_weights, self.quant)
+        # `quantize`'s integer impacts, without building a sparse matrix per query (serving's batch of 1)
+        impacts = np.rint(np.asarray(query_weights.data, dtype=np.float32).astype(np.float64) * self.quant)
+        terms, indptr = query_weights.indices.astype(np.int64), query_weights.indptr
         out = []
-        for i in range(query.shape[0]):
-            start, end = query.indptr[i], query.indptr[i + 1]
-            rows, vals = self.touched(query.indices[start:end].astype(np.int64),
-                                      query.data[start:end].astype(np.float64))
+        for i in range(query_weights.shape[0]):
+            start, end = indptr[i], indptr[i + 1]
+            keep = impacts[start:end] > 0
+            rows, vals = self.touched(terms[start:end][keep], impacts[start:end][keep])
             positive = vals > 0
             rows, vals = rows[positive], vals[positive]
             best = top_k_ranked(vals, k, self.ties[rows])
@@ -187,6 +172,7 @@ class LexicalSearcher(Searcher):
         self.index = index
         self.encoder = encoder
         self.uses_jvm = index.uses_jvm
+        self.gil_bound = isinstance(index, MemoryImpactIndex) and encoder is None  # numpy, no query encoder
         self.docids = index.docids
         self.has_arrays = hasattr(index, "top_k_arrays")  # the in-memory backend
 

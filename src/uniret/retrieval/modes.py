@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 from uniret.config.retrieval import RetrievalConfig
 from uniret.config.sections import Bm25Config
 from uniret.retrieval.base import Searcher
 from uniret.retrieval.bm25 import Bm25ModeSearcher
+from uniret.retrieval.bm25_memory import MemoryBm25Searcher
 from uniret.retrieval.clear import ClearSearcher
 from uniret.retrieval.dense import DenseSearcher, build_faiss_index, to_search_device
 from uniret.retrieval.encoding import EncodedTexts, TextEncoder
@@ -41,6 +43,9 @@ class CorpusIndex:
     lexical: ImpactIndex | None = None
     impacts: MemoryImpactIndex | None = None  # in-memory impacts, for exhaustive scoring
     bm25_dir: Path | None = None
+    # (terms, [docs, terms] CSR) Lucene's BM25 weights of bm25_dir's index, read ahead (a bundle's
+    # bm25_weights.npz); None: hybrid_fast's in-memory BM25 reads them from the index when built
+    bm25_weights: tuple[list[str], sp.csr_matrix] | None = None
     # BM25 answered by a search engine (uniret.milvus) instead of the Lucene index at bm25_dir
     bm25_searcher: Searcher | None = None
     bm25_weight: float | None = None  # CLEAR lambda_test of the indexed model (None: not a BM25-residual model)
@@ -149,12 +154,31 @@ def build_searchers(
             method = "rrf" if mode == "rrf" else "hybrid"
             depths = ([cfg.fusion.fast_depth] * len(names) if mode == "hybrid_fast"
                       else [cfg.fusion.depth_of(m) for m in names])
-            searcher = FusionSearcher([make(m) for m in names], method, depths,
+            parts = [fast_route(m) if mode == "hybrid_fast" else make(m) for m in names]
+            searcher = FusionSearcher(parts, method, depths,
                                       cfg.fusion.alpha, cfg.fusion.rrf_k, weights=index.fusion_weights.get(mode),
                                       fixed_depths=mode == "hybrid_fast")
             searcher.mode = mode
         built[mode] = searcher
         return searcher
+
+    def fast_route(mode: str) -> Searcher:
+        """hybrid_fast's route for `mode`: BM25 from its term weights in memory, the static dense
+        route through the fast-scan shortlist (retrieval.fusion.fast_bm25 / fast_shortlist, E43)."""
+        key = f"{mode}@fast"
+        if key in built:
+            return built[key]
+        if (mode == "bm25" and cfg.fusion.fast_bm25 == "memory" and index.bm25_searcher is None
+                and len(index.docids) <= cfg.memory_max_docs):
+            built[key] = (MemoryBm25Searcher.from_weights(index.docids, *index.bm25_weights, bm25_cfg)
+                          if index.bm25_weights is not None
+                          else MemoryBm25Searcher.from_lucene(index.bm25_dir, bm25_cfg, index.docids))
+        elif mode == "dense_static" and cfg.fusion.fast_shortlist and index.doc_vectors is not None:
+            dense = DenseSearcher(index.dense, index.docids, vectors=index.doc_vectors, shortlist=cfg.fusion.fast_shortlist)
+            built[key] = StaticRouteSearcher(dense, index.static_query, mode)
+        else:
+            built[key] = make(mode)
+        return built[key]
 
     out: dict[str, Searcher] = {}
     for mode in modes or cfg.modes:

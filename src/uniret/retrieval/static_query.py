@@ -94,8 +94,9 @@ class StaticQueryEncoder:
                              "bundle's document encoder")
         ids = self.token_ids(texts)
         dense = np.zeros((len(ids), self.tower.shape[1]), dtype=np.float32)
-        # the CSR is built from its own arrays: no COO conversion per query (serving encodes one at a time)
-        indptr = np.zeros(len(ids) + 1, dtype=np.int64)
+        # the CSR is built from its own int32 arrays: no COO conversion and no index-width scan per
+        # query (serving encodes one at a time)
+        indptr = np.zeros(len(ids) + 1, dtype=np.int32)
         cols: list[np.ndarray] = []
         vals: list[np.ndarray] = []
         for i, tok in enumerate(ids):
@@ -106,12 +107,12 @@ class StaticQueryEncoder:
                 uniq = np.unique(tok)  # sorted: CSR column order
                 weights = self.token_weights[uniq]
                 keep = weights > 0
-                cols.append(uniq[keep])
+                cols.append(uniq[keep].astype(np.int32))
                 vals.append(weights[keep])
             indptr[i + 1] = indptr[i] + (len(cols[-1]) if len(tok) else 0)
         data = np.concatenate(vals) if vals else np.zeros(0, dtype=np.float32)
-        indices = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
-        sparse = sp.csr_matrix((data, indices, indptr), shape=(len(ids), self.vocab_size), dtype=np.float32)
+        indices = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int32)
+        sparse = sp.csr_matrix((data, indices, indptr), shape=(len(ids), self.vocab_size), copy=False)
         return EncodedTexts(dense=dense, sparse=sparse)
 
 
@@ -157,6 +158,7 @@ class StaticRouteSearcher(Searcher):
         self.mode = mode
         self.encoder = None
         self.uses_jvm = inner.uses_jvm
+        self.gil_bound = inner.gil_bound
         self.has_arrays = inner.has_arrays
         self.docids = getattr(inner, "docids", None)
 

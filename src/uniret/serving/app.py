@@ -24,7 +24,8 @@ For example:
     curl -s -X POST localhost:8000/admin/reload -H "authorization: Bearer $UNIRET_ADMIN_TOKEN"
 
 Searches run on a bounded pool of `serve.threads` threads (persistent, so the JVM attaches each
-once); reloads run on their own single thread so a slow load never blocks searches. No
+once), those of a GIL-bound mode on `serve.gil_searches` threads of their own (`SearchPools`);
+reloads run on their own single thread so a slow load never blocks searches. No
 `from __future__ import annotations` here: FastAPI must see the request model built in
 `create_app` as a real class, not as a string.
 """
@@ -69,6 +70,25 @@ INVALID_MODE = "invalid"  # metrics label of requests naming no offered mode (bo
 def run_query(searcher: Searcher, query: str, k: int) -> list[tuple[str, float]]:
     """Top-k (doc id, score) of one query, best first (doc id breaks ties)."""
     return ranked(search_one(searcher, QID, query, k).get(QID, {}), k)
+
+
+class SearchPools:
+    """The search threads: `threads` for most modes, and `gil_threads` with a first-come queue of
+    their own for a GIL-bound searcher (`Searcher.gil_bound`, serve.gil_searches): threads that
+    fight over the GIL serve fewer queries, later (E43). Persistent, so the JVM attaches each once."""
+
+    def __init__(self, threads: int, gil_threads: int):
+        self.shared = ThreadPoolExecutor(threads, thread_name_prefix="uniret-search")
+        self.gil = ThreadPoolExecutor(gil_threads, thread_name_prefix="uniret-search-gil")
+
+    def for_searcher(self, searcher: Searcher) -> ThreadPoolExecutor:
+        """The pool that runs `searcher`'s queries."""
+        return self.gil if searcher.gil_bound else self.shared
+
+    def shutdown(self) -> None:
+        """Finish the queued searches, then stop the threads."""
+        self.shared.shutdown(wait=True)
+        self.gil.shutdown(wait=True)
 
 
 def bundle_info(live: LiveBundle, display=str) -> BundleInfo:
@@ -127,7 +147,7 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
         default_loader = bundle_loader(cfg.onnx_threads, settings.retrieval, cfg.batch_max, cfg.batch_wait_ms,
                                        cfg.request_timeout_s, cfg.batch_workers, cfg.modes, cfg.default_mode)
     state = ServingState(source.verified_loader(loader or default_loader), cfg.probe_query, cfg.default_mode)
-    search_pool = ThreadPoolExecutor(cfg.search_threads(), thread_name_prefix="uniret-search")
+    search_pools = SearchPools(cfg.search_threads(), cfg.gil_searches)
     admin_pool = ThreadPoolExecutor(1, thread_name_prefix="uniret-admin")
     SearchRequest = search_request_model(cfg)  # noqa: N806 - a class built from the config
 
@@ -161,7 +181,7 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
         yield
         if watcher is not None:
             watcher.stop()
-        search_pool.shutdown(wait=True)
+        search_pools.shutdown()
         admin_pool.shutdown(wait=True)
         state.close()
         if engine is not None:
@@ -208,7 +228,8 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
                     raise HTTPException(400, f"unknown mode {mode!r}; this bundle offers: {', '.join(live.modes)}")
                 label = mode
                 loop = asyncio.get_running_loop()
-                work = loop.run_in_executor(search_pool, run_query, live.searchers[mode], req.query, req.k)
+                searcher = live.searchers[mode]
+                work = loop.run_in_executor(search_pools.for_searcher(searcher), run_query, searcher, req.query, req.k)
                 try:
                     hits = await asyncio.wait_for(work, cfg.request_timeout_s)
                 except TimeoutError as exc:

@@ -27,7 +27,7 @@ from uniret.export.onnx import export_encoders
 from uniret.export.parity import RememberingEncoder, check_parity
 from uniret.export.quantize import quantize_doc_encoder, quantize_query_encoder
 from uniret.retrieval.bundle import BM25_DIR, FORMAT_VERSION, MANIFEST, ONNX_DIR, TOKENIZER_DIR
-from uniret.retrieval.bundle_write import write_index_structures
+from uniret.retrieval.bundle_write import write_bm25_weights, write_index_structures
 from uniret.retrieval.encoding import TorchTextEncoder
 from uniret.retrieval.onnx_encoder import OnnxEncoder
 from uniret.retrieval.sharded import EncoderSpec, encode_corpus
@@ -235,6 +235,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
                                if encoded.dense is not None else (None, None))
         fusion = learn_fusion(ctx, cfg, rcfg, dataset, [d.id for d in docs], encoded, onnx_enc, cache_key, static)
         shutil.copytree(bm25_index, bundle / BM25_DIR)
+        metrics.update(write_bm25_weights(bundle, [d.id for d in docs], ctx.params.section("bm25")))
         metrics.update(
             corpus_encoder=cfg.corpus_encoder,
             encode_shards=dist.encode_shards,

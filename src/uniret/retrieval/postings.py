@@ -1,0 +1,53 @@
+"""An inverted index held in numpy arrays: term-at-a-time score accumulation for one query.
+
+The learned-sparse impacts (retrieval/lexical.py) and Lucene's BM25 term weights
+(retrieval/bm25_memory.py) are both a [docs, terms] matrix of per-document term weights, and a
+query is a few (term, weight) pairs: a query's scores are the weighted sum of its terms' posting
+rows. Work is proportional to the postings the query touches, not to the corpus.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+# `accumulate` sums postings by sorting them when they number under 1/SPARSE_ACCUMULATE of the
+# corpus, else in a corpus-wide accumulator (O(postings + docs), no sort)
+SPARSE_ACCUMULATE = 8
+
+
+class Postings:
+    """The transpose of a [docs, terms] weight matrix as CSR (one row of postings per term)."""
+
+    def __init__(self, doc_weights: sp.csr_matrix):
+        self.n_docs, self.n_terms = doc_weights.shape
+        postings = sp.csr_matrix(doc_weights.T, dtype=np.float32)
+        postings.sort_indices()
+        # float32 weights and int32 doc rows: half the bytes a query's gather reads; the products and
+        # sums are float64, so integer impacts still sum exactly
+        self.indptr = postings.indptr.astype(np.int64)
+        self.indices = postings.indices.astype(np.int32)
+        self.data = postings.data
+
+    def accumulate(self, terms: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(doc rows, sum over `terms` of weight x posting) of the docs holding one of `terms`, rows
+        ascending (a doc whose products sum to exactly 0 may be left out). `terms` must be distinct.
+
+        The terms' posting lists are gathered at once and summed per doc, with no Python loop over
+        the terms and no sparse-matrix object per query.
+        """
+        starts = self.indptr[terms]
+        lengths = self.indptr[terms + 1] - starts
+        total = int(lengths.sum())
+        if total == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        # positions of every posting of every term
+        pos = np.arange(total, dtype=np.int64) + np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+        products = self.data[pos] * np.repeat(np.asarray(weights, dtype=np.float64), lengths)
+        docs = self.indices[pos]
+        if total * SPARSE_ACCUMULATE < self.n_docs:  # few postings: sort them, never touch the whole corpus
+            rows, inverse = np.unique(docs, return_inverse=True)
+            return rows.astype(np.int64), np.bincount(inverse, weights=products)
+        acc = np.bincount(docs, weights=products, minlength=self.n_docs)  # one pass over a corpus-wide accumulator
+        rows = np.flatnonzero(acc)
+        return rows, acc[rows]
