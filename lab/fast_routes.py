@@ -108,7 +108,7 @@ def main() -> int:
     summary = {name: latency_summary(v) for name, v in times.items()}
     base = summary["bm25@10"]["p50_ms"]
     result = {
-        "bundle": str(bundle.path), "settings": {n: {"fast_bm25": b, "fast_shortlist": s} for n, (b, s) in SETTINGS.items()},
+        "bundle": os.path.relpath(bundle.path), "settings": {n: {"fast_bm25": b, "fast_shortlist": s} for n, (b, s) in SETTINGS.items()},
         "dev_ndcg@10": quality, "latency_queries": len(queries), "rounds": args.rounds,
         "machine": machine_info(), "load_average_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         "latency": {name: {"p50_ms": row["p50_ms"], "p95_ms": row["p95_ms"], "p50_vs_bm25@10": round(row["p50_ms"] / base, 2)}

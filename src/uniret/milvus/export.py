@@ -108,11 +108,13 @@ def collection_name(cfg: MilvusConfig, bundle_hash: str, dense_type: str) -> str
 def source_from_index(index: CorpusIndex, dense_cfg: DenseIndexConfig, bm25_cfg: Bm25Config | None,
                       identity: dict[str, Any], progress: bool = True) -> ExportSource:
     """The export of a corpus's in-process structures: its document vectors, its quantized impacts,
-    and its Lucene BM25 index's term weights (read through Lucene)."""
+    and its Lucene BM25 index's term weights (the bundle's copy, else read through Lucene)."""
     source = ExportSource(docids=list(index.docids), dense=index.doc_vectors, dense_cfg=dense_cfg, identity=identity)
     if index.impacts is not None:
         source.impacts, source.quant = index.impacts.doc_impacts, float(index.impacts.quant)
-    if index.bm25_dir is not None and bm25_cfg is not None:
+    if index.bm25_weights is not None:  # a bundle's bm25_weights.npz: read from the same index by the index stage
+        source.bm25_terms, source.bm25_weights = index.bm25_weights
+    elif index.bm25_dir is not None and bm25_cfg is not None:
         from uniret.lexical.bm25_weights import Bm25TermWeights
 
         with Bm25TermWeights(index.bm25_dir, bm25_cfg) as bm25:
