@@ -2,7 +2,7 @@
 each setting of `retrieval.fusion.fast_bm25` and `fast_shortlist`, on an index stage's bundle.
 
 Usage: python lab/fast_routes.py [--params params.yaml] [--profile cpu] [--artifacts artifacts]
-       [--max-queries 300] [--rounds 2] [--out lab/results/fast_routes.json]
+       [--max-queries 300] [--rounds 2] [--settings NAME ...] [--out lab/results/fast_routes.json]
 
 Quality: nDCG@10 of hybrid_fast with the bundle's learned weights on the dev sets the index stage
 learns them on (the SciFact dev carve: the bm25 stage's dev_qrels.tsv; NFCorpus dev, searched as
@@ -23,18 +23,25 @@ import os
 import time
 from pathlib import Path
 
-SETTINGS = {  # name: (fast_bm25, fast_shortlist)
-    "lucene_exact": ("lucene", 0),  # hybrid_fast before E43
-    "memory_exact": ("memory", 0),
-    "lucene_shortlist2": ("lucene", 2),
-    "memory_shortlist1.5": ("memory", 1.5),
-    "memory_shortlist2": ("memory", 2),
-    "memory_shortlist3": ("memory", 3),
+SETTINGS = {  # name: (fast_bm25, fast_shortlist, compiled kernels[, fast_depth])
+    "lucene_exact": ("lucene", 0, False),  # hybrid_fast before E43
+    "memory_exact": ("memory", 0, False),
+    "lucene_shortlist2": ("lucene", 2, False),
+    "memory_shortlist1.5": ("memory", 1.5, False),
+    "memory_shortlist2": ("memory", 2, False),  # E43's default
+    "memory_shortlist3": ("memory", 3, False),
+    "numba_shortlist2": ("memory", 2, True),  # E44: the routes' inner loops compiled
+    "numba_shortlist1.5": ("memory", 1.5, True),
+    "numba_shortlist1": ("memory", 1, True),
+    "numba_shortlist1.5_depth200": ("memory", 1.5, True, 200),
+    "numba_shortlist1.5_depth150": ("memory", 1.5, True, 150),
+    "numba_shortlist1.5_depth100": ("memory", 1.5, True, 100),
 }
 
 
-def _with(cfg, bm25: str, shortlist: float):
-    return dataclasses.replace(cfg, fusion=dataclasses.replace(cfg.fusion, fast_bm25=bm25, fast_shortlist=shortlist))
+def _with(cfg, bm25: str, shortlist: float, depth: int | None = None):
+    return dataclasses.replace(cfg, fusion=dataclasses.replace(cfg.fusion, fast_bm25=bm25, fast_shortlist=shortlist,
+                                                               fast_depth=depth or cfg.fusion.fast_depth))
 
 
 def main() -> int:
@@ -45,8 +52,10 @@ def main() -> int:
     parser.add_argument("--artifacts", default="artifacts")
     parser.add_argument("--max-queries", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--settings", nargs="+", choices=sorted(SETTINGS), default=list(SETTINGS))
     parser.add_argument("--out", default="lab/results/fast_routes.json")
     args = parser.parse_args()
+    settings = {name: SETTINGS[name] for name in args.settings}
 
     from uniret.bench.machine import machine_info
     from uniret.bench.stats import latency_summary
@@ -54,6 +63,7 @@ def main() -> int:
     from uniret.data.beir import read_qrels
     from uniret.evaluation.bundle_source import DatasetIndexes
     from uniret.evaluation.metrics import evaluate_run
+    from uniret.retrieval import kernels
     from uniret.retrieval.base import QueryBatch
     from uniret.retrieval.bundle import open_bundle
     from uniret.retrieval.faiss_loader import set_search_threads
@@ -77,9 +87,10 @@ def main() -> int:
     for set_name, dataset, queries, qrels in dev_sets:
         index = indexes.index(dataset.name, dataset)
         batch = QueryBatch.from_dict(queries)
-        for name, (bm25, shortlist) in SETTINGS.items():
-            found = build_searchers(index, _with(bundle.retrieval, bm25, shortlist), None, bundle.bm25,
+        for name, (bm25, shortlist, compiled, *depth) in settings.items():
+            found = build_searchers(index, _with(bundle.retrieval, bm25, shortlist, *depth), None, bundle.bm25,
                                     modes=["hybrid_fast"])["hybrid_fast"]
+            kernels.AVAILABLE = compiled
             run = found.search_batch(batch, 10)
             quality.setdefault(name, {})[set_name] = round(evaluate_run(qrels, run, ["ndcg@10"], True)[1]["ndcg@10"], 5)
             if set_name == data.train_dataset:
@@ -90,8 +101,14 @@ def main() -> int:
 
     set_search_threads(1)  # as serving runs vector searches (serve.faiss_threads)
     bm25 = build_searchers(bundle.index, bundle.retrieval, None, bundle.bm25, modes=["bm25"])["bm25"]
+    def path(searcher, compiled):
+        def run(batch):
+            kernels.AVAILABLE = compiled
+            return searcher.search_batch(batch, 10)
+        return run
+
     paths = {"bm25@10": lambda b: bm25.search_batch(b, 10),
-             **{name: (lambda b, s=s: s.search_batch(b, 10)) for name, s in searchers.items()}}
+             **{name: path(s, settings[name][2]) for name, s in searchers.items()}}
     queries = list(dev_sets[0][2].items())[:args.max_queries]
     for qid, text in queries:  # warm every path (Lucene's JIT)
         for path in paths.values():
@@ -108,7 +125,8 @@ def main() -> int:
     summary = {name: latency_summary(v) for name, v in times.items()}
     base = summary["bm25@10"]["p50_ms"]
     result = {
-        "bundle": os.path.relpath(bundle.path), "settings": {n: {"fast_bm25": b, "fast_shortlist": s} for n, (b, s) in SETTINGS.items()},
+        "bundle": os.path.relpath(bundle.path), "settings": {n: {"fast_bm25": b, "fast_shortlist": s, "compiled": c, "fast_depth": (d or [bundle.retrieval.fusion.fast_depth])[0]}
+                     for n, (b, s, c, *d) in settings.items()},
         "dev_ndcg@10": quality, "latency_queries": len(queries), "rounds": args.rounds,
         "machine": machine_info(), "load_average_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         "latency": {name: {"p50_ms": row["p50_ms"], "p95_ms": row["p95_ms"], "p50_vs_bm25@10": round(row["p50_ms"] / base, 2)}

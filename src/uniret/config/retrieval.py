@@ -73,14 +73,14 @@ class FusionConfig:
     bm25_depth: int = 1000
     # hybrid_fast: the runs it fuses (no transformer on the query path) and the docs taken from each
     fast_runs: list[str] = field(default_factory=lambda: ["bm25", "lexical_static", "dense_static"])
-    fast_depth: int = 300
+    fast_depth: int = 150  # why: E44 (E36 chose 300 before the routes were compiled)
     # hybrid_fast's BM25 route: `memory` holds Lucene's BM25 term weights (read once from the index)
     # as an inverted index, the same ranking with no Java search (up to retrieval.memory_max_docs
     # documents); `lucene` searches the BM25 index (why memory: E43)
     fast_bm25: Literal["memory", "lucene"] = "memory"
     # hybrid_fast's dense route over a flat index: fast_shortlist x fast_depth candidates from 4-bit
-    # PQ fast-scan codes, ranked by their exact scores; 0 scans every vector (why 2: E43)
-    fast_shortlist: float = 2.0
+    # PQ fast-scan codes, ranked by their exact scores; 0 scans every vector (why 1.5: E44)
+    fast_shortlist: float = 1.5
 
     def depth_of(self, run: str) -> int:
         """How many docs a fusion takes from `run`."""

@@ -28,7 +28,7 @@ from uniret.core.runs import Run
 from uniret.lexical.jvm import JVM_LOCK
 from uniret.retrieval.base import QueryBatch, Searcher
 from uniret.retrieval.postings import Postings
-from uniret.retrieval.ranking import hits_dict, tie_ranks, top_k_ranked
+from uniret.retrieval.ranking import hits_dict, tie_ranks
 
 log = logging.getLogger("uniret.retrieval")
 
@@ -100,12 +100,8 @@ class MemoryBm25Searcher(Searcher):
     def search_arrays(self, batch: QueryBatch, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
         out = []
         for text in batch.texts:
-            rows, sums = self.postings.accumulate(*self.query(text))
-            scores = sums.astype(np.float32).astype(np.float64)  # Lucene sums in double, scores in float
-            keep = scores > 0
-            rows, scores = rows[keep], scores[keep]
-            best = top_k_ranked(scores, k, self.ties[rows])
-            out.append((rows[best], scores[best]))
+            # Lucene sums a doc's clauses in double and keeps the score as a float
+            out.append(self.postings.top_k(*self.query(text), k, self.ties, round32=True))
         return out
 
     def search_batch(self, batch: QueryBatch, k: int) -> Run:

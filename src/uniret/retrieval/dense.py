@@ -11,6 +11,7 @@ import numpy as np
 from uniret.config.retrieval import DenseIndexConfig
 from uniret.core.errors import reading
 from uniret.core.runs import Run
+from uniret.retrieval import kernels
 from uniret.retrieval.base import QueryBatch, Searcher, rows_to_run, top_k_rows
 from uniret.retrieval.encoding import TextEncoder
 from uniret.retrieval.faiss_loader import faiss
@@ -111,15 +112,20 @@ def build_fast_scan(vectors: np.ndarray) -> faiss.Index | None:
 def shortlisted(fast_scan: faiss.Index, vectors: np.ndarray, queries: np.ndarray, k: int,
                 candidates: int) -> tuple[np.ndarray, np.ndarray]:
     """(scores, rows) [n, k] of the k best by exact inner product among each query's `candidates`
-    best by the fast-scan codes; ties by the lower row, as `top_k_rows`."""
+    best by the fast-scan codes; ties by the lower row, as `top_k_rows`. Each query's rescoring is one
+    numba call (retrieval/kernels.py) where numba is installed."""
     _, cand = fast_scan.search(queries, candidates)
     scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
     rows = np.full((len(queries), k), -1, dtype=np.int64)
     for i, query in enumerate(queries):
-        found = np.sort(cand[i][cand[i] >= 0])
-        exact = vectors[found] @ query
-        order = np.argsort(-exact, kind="stable")[:k]  # rows ascending: ties by the lower row
-        rows[i, :len(order)], scores[i, :len(order)] = found[order], exact[order]
+        if kernels.AVAILABLE:
+            best, found = kernels.rescore_top_k(vectors, query, cand[i], k)
+        else:
+            listed = np.sort(cand[i][cand[i] >= 0])
+            exact = vectors[listed] @ query
+            order = np.argsort(-exact, kind="stable")[:k]  # rows ascending: ties by the lower row
+            best, found = exact[order], listed[order]
+        rows[i, :len(found)], scores[i, :len(found)] = found, best
     return scores, rows
 
 

@@ -22,7 +22,7 @@ from uniret.lexical.jvm import JVM_LOCK
 from uniret.retrieval.base import QueryBatch, Searcher
 from uniret.retrieval.encoding import TextEncoder
 from uniret.retrieval.postings import Postings
-from uniret.retrieval.ranking import hits_dict, tie_ranks, top_k_ranked
+from uniret.retrieval.ranking import hits_dict, tie_ranks
 from uniret.retrieval.sparse import keep_top_n, quantize, row_terms
 
 log = logging.getLogger("uniret.retrieval")
@@ -97,11 +97,9 @@ class MemoryImpactIndex:
         for i in range(query_weights.shape[0]):
             start, end = indptr[i], indptr[i + 1]
             keep = impacts[start:end] > 0
-            rows, vals = self.touched(terms[start:end][keep], impacts[start:end][keep])
-            positive = vals > 0
-            rows, vals = rows[positive], vals[positive]
-            best = top_k_ranked(vals, k, self.ties[rows])
-            out.append((rows[best], vals[best]))
+            # the scale as `touched` applies it: bit-identical to `scores`
+            out.append(self.postings.top_k(terms[start:end][keep], impacts[start:end][keep], k, self.ties,
+                                           scale=1.0 / (self.quant * self.quant)))
         return out
 
     def top_k(self, qids: Sequence[str], query_weights: sp.csr_matrix, k: int) -> Run:

@@ -27,6 +27,7 @@ import scipy.sparse as sp
 
 from uniret.core.runs import Run
 from uniret.data.token_stats import idf_weights
+from uniret.retrieval import kernels
 from uniret.retrieval.base import QueryBatch, Searcher
 from uniret.retrieval.encoding import EncodedTexts
 
@@ -100,7 +101,11 @@ class StaticQueryEncoder:
         cols: list[np.ndarray] = []
         vals: list[np.ndarray] = []
         for i, tok in enumerate(ids):
-            if len(tok):
+            if len(tok) and kernels.AVAILABLE:  # one compiled call (E44)
+                dense[i], kept, weights = kernels.token_bag(tok, self.tower, self.token_weights)
+                cols.append(kept)
+                vals.append(weights)
+            elif len(tok):
                 vec = self.tower[tok].sum(axis=0)
                 norm = float(np.linalg.norm(vec))
                 dense[i] = vec / norm if norm > 0 else vec

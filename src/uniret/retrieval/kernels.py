@@ -1,0 +1,168 @@
+"""Compiled inner loops of the in-memory query routes (numba, no GIL held): a query's posting-list sum
+with its top k, and the exact rescoring of a dense shortlist with its top k.
+
+Each kernel returns what the numpy code it replaces returns (`Postings.top_k`'s numpy path,
+`dense.shortlisted`'s numpy path): the same documents in the same order, ties broken the same way.
+A query of `hybrid_fast` made about a hundred numpy calls, each paying Python's dispatch and a fresh
+temporary; here each route is one call that releases the GIL, so serving threads overlap (why: E44).
+Without numba installed (`AVAILABLE` false) the numpy paths run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+try:
+    import numba
+except ImportError:  # pragma: no cover - numba is in requirements.txt; the numpy paths stand in
+    numba = None
+
+AVAILABLE = numba is not None
+
+
+def _jit(func=None, **options):
+    """Compiled without the GIL, cached on disk (numba's cache: next to this file, else the user's
+    cache folder), so a new process loads the machine code instead of compiling it again."""
+    if func is None:
+        return lambda f: _jit(f, **options)
+    return numba.njit(nogil=True, cache=True, **options)(func) if AVAILABLE else func
+
+
+@_jit
+def _ranked(rows, scores, ties, k):  # pragma: no cover - compiled
+    """Positions of the k best of `scores`, best first, ties by ascending `ties[rows]`: the order of
+    `ranking.top_k_ranked`, whose cut keeps every score equal to the k-th before it sorts."""
+    n = len(scores)
+    if k <= 0:
+        return np.arange(0)
+    if k < n:
+        kth = -np.partition(-scores, k - 1)[k - 1]
+        pool = np.flatnonzero(scores >= kth)
+    else:
+        pool = np.arange(n)
+    by_tie = pool[np.argsort(ties[rows[pool]], kind="mergesort")]
+    order = by_tie[np.argsort(-scores[by_tie], kind="mergesort")]  # stable: equal scores keep tie order
+    return order[:k]
+
+
+@_jit
+def postings_top_k(indptr, indices, data, n_docs, terms, weights, k, ties, scale, round32):  # pragma: no cover
+    """(rows, scores) of the k best docs with a positive score for one query: each doc's sum over
+    `terms` (in the given order, as the numpy path adds them) of weight x posting, times `scale`, or
+    rounded to float32 (`round32`, as Lucene keeps a BM25 score); best first, ties by `ties`."""
+    acc = np.zeros(n_docs, dtype=np.float64)
+    seen = np.zeros(n_docs, dtype=np.bool_)
+    total = 0
+    for t in range(len(terms)):
+        total += indptr[terms[t] + 1] - indptr[terms[t]]
+    touched = np.empty(total, dtype=np.int64)
+    m = 0
+    for t in range(len(terms)):
+        w = weights[t]
+        for p in range(indptr[terms[t]], indptr[terms[t] + 1]):
+            d = indices[p]
+            if not seen[d]:
+                seen[d] = True
+                touched[m] = d
+                m += 1
+            acc[d] += np.float64(data[p]) * w
+    rows = np.empty(m, dtype=np.int64)
+    scores = np.empty(m, dtype=np.float64)
+    kept = 0
+    for i in range(m):
+        s = np.float64(np.float32(acc[touched[i]])) if round32 else acc[touched[i]] * scale
+        if s > 0:
+            rows[kept] = touched[i]
+            scores[kept] = s
+            kept += 1
+    rows, scores = rows[:kept], scores[:kept]
+    best = _ranked(rows, scores, ties, k)
+    return rows[best], scores[best]
+
+
+# reassociated sums: the products of one row are added in SIMD lanes (a strict order is 4x slower)
+@_jit(fastmath={"reassoc", "contract"})
+def rescore_top_k(vectors, query, candidates, k):  # pragma: no cover - compiled
+    """(scores, rows) of the k best `candidates` (rows of `vectors`; -1: none) by exact inner product
+    with `query`, best first, ties by the lower row. The products are summed in float64 and kept
+    as float32, so they equal numpy's float32 product to its rounding (about 1e-7 relative)."""
+    found = np.sort(candidates[candidates >= 0])
+    exact = np.empty(len(found), dtype=np.float32)
+    dim = vectors.shape[1]
+    for i in range(len(found)):
+        row = vectors[found[i]]
+        s = 0.0
+        for j in range(dim):
+            s += np.float64(row[j]) * np.float64(query[j])
+        exact[i] = np.float32(s)
+    order = np.argsort(-exact, kind="mergesort")[:k]  # rows ascending: ties by the lower row
+    return exact[order], found[order]
+
+
+@_jit
+def token_bag(ids, tower, token_weights):  # pragma: no cover - compiled
+    """One query's static encoding from its token ids: (the L2-normalised sum of the tower's rows,
+    float32, added in order as numpy's row sum; the distinct ids with a positive weight, ascending,
+    int32; their weights, float32)."""
+    vec = np.zeros(tower.shape[1], dtype=np.float32)
+    for i in range(len(ids)):
+        row = tower[ids[i]]
+        for j in range(len(vec)):
+            vec[j] += row[j]
+    norm = 0.0
+    for j in range(len(vec)):
+        norm += np.float64(vec[j]) * np.float64(vec[j])
+    if norm > 0:
+        vec /= np.float32(np.sqrt(norm))
+    uniq = np.unique(ids)
+    weights = token_weights[uniq]
+    keep = weights > 0
+    return vec, uniq[keep].astype(np.int32), weights[keep]
+
+
+@_jit
+def fuse_minmax(rows, scores, bounds, weights, n_docs, k, ties):  # pragma: no cover - compiled
+    """(rows, fused scores) of one query's k best: route r's hits are rows/scores[bounds[r]:bounds[r + 1]];
+    each route's scores min-max normalised (all equal: 1) and weighted, a doc missing from a route
+    gets 0 from it; the arithmetic and order of `fusion.interpolate`. Ties by ascending `ties`."""
+    total = np.zeros(n_docs, dtype=np.float64)
+    seen = np.zeros(n_docs, dtype=np.bool_)
+    for r in range(len(weights)):
+        lo_i, hi_i = bounds[r], bounds[r + 1]
+        if hi_i == lo_i:
+            continue
+        part = scores[lo_i:hi_i]
+        lo, hi = part.min(), part.max()
+        for i in range(lo_i, hi_i):
+            norm = 1.0 if hi == lo else (scores[i] - lo) / (hi - lo)
+            total[rows[i]] += weights[r] * norm
+            seen[rows[i]] = True
+    cand = np.flatnonzero(seen)
+    fused = total[cand]
+    best = _ranked(cand, fused, ties, k)
+    return cand[best], fused[best]
+
+
+def warm() -> float:
+    """Compile (or load from numba's cache) every kernel for the argument types the routes pass, so
+    no query pays for it; seconds taken (about 20 the first time, under 1 from the cache). The image
+    build runs it (`python -m uniret.retrieval.kernels`)."""
+    if not AVAILABLE:
+        return 0.0
+    import time
+
+    start = time.perf_counter()
+    rows, ties = np.arange(3, dtype=np.int64), np.arange(3, dtype=np.int64)
+    indptr, indices = np.array([0, 2, 3], dtype=np.int64), np.array([0, 2, 1], dtype=np.int32)
+    data, weights = np.ones(3, dtype=np.float32), np.ones(1, dtype=np.float64)
+    for round32 in (False, True):
+        postings_top_k(indptr, indices, data, 3, np.array([0], dtype=np.int64), weights, 2, ties, 1.0, round32)
+    vectors = np.eye(3, dtype=np.float32)
+    rescore_top_k(vectors, vectors[0], rows, 2)
+    token_bag(rows, vectors, data)
+    fuse_minmax(rows, np.ones(3, dtype=np.float64), rows[:2], weights, 3, 2, ties)
+    return time.perf_counter() - start
+
+
+if __name__ == "__main__":
+    print(f"numba kernels ready in {warm():.1f} s" if AVAILABLE else "numba is not installed: the numpy paths run")

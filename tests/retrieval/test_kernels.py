@@ -1,0 +1,99 @@
+"""The compiled inner loops (retrieval/kernels.py) give what the numpy paths beside them give: the same
+documents in the same order, ties included, on synthetic data built to tie and on a real tiny bundle."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from uniret.retrieval import kernels
+from uniret.retrieval.bundle import open_bundle
+from uniret.retrieval.dense import build_fast_scan, shortlisted
+from uniret.retrieval.fusion import interpolate
+from uniret.retrieval.modes import build_searchers
+from uniret.retrieval.postings import Postings
+from uniret.retrieval.ranking import tie_ranks
+
+pytestmark = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+
+
+def _both(monkeypatch, call):
+    """`call()` through the compiled kernels, then through the numpy paths."""
+    compiled = call()
+    monkeypatch.setattr(kernels, "AVAILABLE", False)
+    plain = call()
+    monkeypatch.setattr(kernels, "AVAILABLE", True)
+    return compiled, plain
+
+
+def test_postings_top_k_equals_numpy_with_ties(monkeypatch):
+    rng = np.random.default_rng(3)
+    n_docs, n_terms = 400, 60
+    # small integer weights: many documents tie, so the cut and the order lean on the tie-break
+    doc_weights = sp.random(n_docs, n_terms, density=0.08, random_state=4, format="csr",
+                            data_rvs=lambda n: rng.integers(1, 4, n).astype(np.float64))
+    postings = Postings(doc_weights)
+    docids = [f"doc{rng.integers(0, 10**6)}-{i}" for i in range(n_docs)]  # tie order is not row order
+    ties = tie_ranks(docids)
+    checked = 0
+    for _ in range(40):
+        terms = np.sort(rng.choice(n_terms, size=rng.integers(1, 6), replace=False)).astype(np.int64)
+        weights = rng.integers(1, 5, len(terms)).astype(np.float64)
+        for k in (1, 7, 50, n_docs):
+            for options in ({"scale": 1.0 / 9.0}, {"round32": True}):
+                (rows_c, scores_c), (rows_n, scores_n) = _both(
+                    monkeypatch, lambda: postings.top_k(terms, weights, k, ties, **options))
+                assert rows_c.tolist() == rows_n.tolist()
+                assert scores_c.tolist() == scores_n.tolist()  # bit for bit: the same sums in the same order
+                checked += len(rows_c)
+    assert checked > 1000
+    empty = postings.top_k(np.zeros(0, dtype=np.int64), np.zeros(0), 10, ties)
+    assert len(empty[0]) == 0 and postings.top_k(np.array([0]), np.array([1.0]), 0, ties)[0].tolist() == []
+
+
+def test_shortlist_rescoring_equals_numpy(monkeypatch):
+    rng = np.random.default_rng(5)
+    docs = rng.standard_normal((2000, 32)).astype(np.float32)
+    docs /= np.linalg.norm(docs, axis=1, keepdims=True)
+    fast_scan = build_fast_scan(docs)
+    queries = docs[:25] + 0.2 * rng.standard_normal((25, 32)).astype(np.float32)
+    (scores_c, rows_c), (scores_n, rows_n) = _both(monkeypatch, lambda: shortlisted(fast_scan, docs, queries, 50, 120))
+    assert rows_c.tolist() == rows_n.tolist()
+    np.testing.assert_allclose(scores_c, scores_n, rtol=1e-6, atol=1e-7)
+
+
+def test_fusion_kernel_equals_the_dict_interpolation():
+    rng = np.random.default_rng(9)
+    n_docs = 300
+    docids = [f"d{rng.integers(0, 10**6)}-{i}" for i in range(n_docs)]
+    ties = tie_ranks(docids)
+    for _ in range(30):
+        parts = []
+        for size in rng.integers(0, 80, 3):
+            rows = rng.choice(n_docs, size=size, replace=False).astype(np.int64)
+            parts.append((rows, rng.integers(0, 4, size).astype(np.float64)))  # ties, and routes all equal
+        weights = rng.random(3)
+        bounds = np.cumsum([0] + [len(r) for r, _ in parts])
+        rows, fused = kernels.fuse_minmax(np.concatenate([r for r, _ in parts]), np.concatenate([s for _, s in parts]),
+                                          bounds, weights, n_docs, 10, ties)
+        runs = [{"q": {docids[r]: s for r, s in zip(rows_, scores_, strict=True)}} for rows_, scores_ in parts]
+        want = interpolate(runs, list(weights), 10).get("q", {})
+        assert [docids[r] for r in rows] == list(want)
+        assert fused.tolist() == list(want.values())
+
+
+def test_fast_modes_of_a_bundle_rank_alike_compiled_or_not(tiny_bundle, monkeypatch):
+    """hybrid_fast and its routes on a real bundle (Lucene's BM25 weights, the static tables): the
+    compiled path returns the numpy path's runs."""
+    bundle = open_bundle(tiny_bundle)
+    queries = {"q1": "protein folding in cells", "q2": "vitamin D deficiency and bone density",
+               "q3": "the the of and", "q4": "zebrafish heart regeneration after injury"}
+    modes = ["hybrid_fast", "lexical_static", "dense_static"]
+    searchers = build_searchers(bundle.index, bundle.retrieval, None, bundle.bm25, modes=modes)
+    for mode in modes:
+        compiled, plain = _both(monkeypatch, lambda m=mode: searchers[m].search(queries, 20))
+        assert any(compiled.values())
+        for qid in queries:
+            assert list(compiled[qid]) == list(plain[qid]), (mode, qid)
+            np.testing.assert_allclose(list(compiled[qid].values()), list(plain[qid].values()), rtol=1e-6)
