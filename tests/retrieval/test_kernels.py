@@ -3,6 +3,8 @@ documents in the same order, ties included, on synthetic data built to tie and o
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -43,7 +45,7 @@ def test_postings_top_k_equals_numpy_with_ties(monkeypatch):
         for k in (1, 7, 50, n_docs):
             for options in ({"scale": 1.0 / 9.0}, {"round32": True}):
                 (rows_c, scores_c), (rows_n, scores_n) = _both(
-                    monkeypatch, lambda: postings.top_k(terms, weights, k, ties, **options))
+                    monkeypatch, functools.partial(postings.top_k, terms, weights, k, ties, **options))
                 assert rows_c.tolist() == rows_n.tolist()
                 assert scores_c.tolist() == scores_n.tolist()  # bit for bit: the same sums in the same order
                 checked += len(rows_c)
