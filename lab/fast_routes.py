@@ -30,6 +30,7 @@ SETTINGS = {  # name: (fast_bm25, fast_shortlist, compiled kernels[, fast_depth]
     "memory_shortlist1.5": ("memory", 1.5, False),
     "memory_shortlist2": ("memory", 2, False),  # E43's default
     "memory_shortlist3": ("memory", 3, False),
+    "e43_default": ("memory", 2, False, 300),  # hybrid_fast before E44
     "numba_shortlist2": ("memory", 2, True),  # E44: the routes' inner loops compiled
     "numba_shortlist1.5": ("memory", 1.5, True),
     "numba_shortlist1": ("memory", 1, True),

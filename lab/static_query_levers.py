@@ -37,6 +37,8 @@ VARIANTS = {
     "finetune_20": {"finetune_epochs": 20},
     "finetune_10_anchor_0.3": {"finetune_epochs": 10, "finetune_anchor": 0.3},
     "finetune_10_no_anchor": {"finetune_epochs": 10, "finetune_anchor": 0.0},
+    "no_finetune": {"finetune_epochs": 0},
+    "other_corpus_sentences_5000": {"other_corpus_sentences": 5000},
 }
 
 

@@ -98,4 +98,5 @@ def test_fast_modes_of_a_bundle_rank_alike_compiled_or_not(tiny_bundle, monkeypa
         assert any(compiled.values())
         for qid in queries:
             assert list(compiled[qid]) == list(plain[qid]), (mode, qid)
-            np.testing.assert_allclose(list(compiled[qid].values()), list(plain[qid].values()), rtol=1e-6)
+            # dense scores agree to float32 rounding; min-max normalisation divides by a route's range
+            np.testing.assert_allclose(list(compiled[qid].values()), list(plain[qid].values()), rtol=1e-5, atol=1e-6)

@@ -34,7 +34,7 @@ class GateConfig:
     max_active_terms_doc: float | None = 1000.0  # above: the sparse index is not sparse
     max_latency_p95_ms: float | None = 500.0
     # the served mode's p50 over BM25's p50 in the same bench run, query encoding included
-    max_latency_ratio_bm25: float | None = 5.0
+    max_latency_ratio_bm25: float | None = 3.0  # why: E44
     latency_mode: str | None = None  # bench mode to budget; None: the candidate's mode ("a/b" -> "b")
     max_bytes_per_doc_dense: float | None = 4096.0
     max_bytes_per_doc_sparse: float | None = 16384.0

@@ -54,8 +54,8 @@ class Searcher(ABC):
     #: True when searching calls Java (Lucene through pyjnius): those calls hold JVM_LOCK, and run with
     #: the GIL released, so a fusion runs such a route on a worker thread beside its other routes
     uses_jvm: bool = False
-    #: True when a search is Python and numpy work in this process that holds the GIL for most of its
-    #: time (no query encoder, no Java search, no remote engine): serving runs few of them at once
+    #: True when a search is in-process Python, numpy and compiled work (no query encoder, no Java
+    #: search, no remote engine): serving runs few of them at once, as more only queue for the GIL
     gil_bound: bool = False
 
     def prepare(self, batch: QueryBatch) -> None:
