@@ -52,6 +52,23 @@ def test_pinned_stack_and_embedded_weights(repo_root, run, cpu_image):
     assert any(n.endswith(".safetensors") or n.endswith(".bin") for n in info["splade"] + info["minilm"])
 
 
+def test_query_kernels_come_compiled_from_the_build(run, cpu_image):
+    """numba's cache in the image holds every query kernel (docker/Dockerfile compiles them), and the
+    non-root user loads them from it: nothing is compiled or written when a server would start."""
+    code = ("import json, os, pathlib\n"
+            "from uniret.retrieval import kernels\n"
+            "folder = pathlib.Path(os.environ['NUMBA_CACHE_DIR'])\n"
+            "files = lambda: sorted(str(p.relative_to(folder)) for p in folder.rglob('*') if p.is_file())\n"
+            "before = files()\n"
+            "kernels.warm()\n"
+            "print(json.dumps({'available': kernels.AVAILABLE, 'before': before, 'after': files()}))")
+    info = json.loads(run([cpu_image, "python", "-c", code]).stdout.strip().splitlines()[-1])
+    assert info["available"]
+    for kernel in ("postings_top_k", "rescore_top_k", "token_bag", "fuse_minmax"):
+        assert any(f"kernels.{kernel}-" in name and name.endswith(".nbc") for name in info["before"]), kernel
+    assert info["after"] == info["before"]
+
+
 def test_a_stage_runs_inside_the_image(run, cpu_image, shared_data, tmp_path):
     """`uniret validate` on the tiny profile in the container: the shared data read-only, outputs in tmp."""
     out_dir = tmp_path / "artifacts"
