@@ -102,14 +102,15 @@ def main() -> int:
 
     set_search_threads(1)  # as serving runs vector searches (serve.faiss_threads)
     bm25 = build_searchers(bundle.index, bundle.retrieval, None, bundle.bm25, modes=["bm25"])["bm25"]
-    def path(searcher, compiled):
+    def timed_path(searcher, compiled):
         def run(batch):
             kernels.AVAILABLE = compiled
             return searcher.search_batch(batch, 10)
+
         return run
 
     paths = {"bm25@10": lambda b: bm25.search_batch(b, 10),
-             **{name: path(s, settings[name][2]) for name, s in searchers.items()}}
+             **{name: timed_path(s, settings[name][2]) for name, s in searchers.items()}}
     queries = list(dev_sets[0][2].items())[:args.max_queries]
     for qid, text in queries:  # warm every path (Lucene's JIT)
         for path in paths.values():

@@ -1,8 +1,10 @@
 """Compiled inner loops of the in-memory query routes (numba, no GIL held): a query's posting-list sum
-with its top k, and the exact rescoring of a dense shortlist with its top k.
+with its top k, the exact rescoring of a dense shortlist with its top k, the static token bag, and
+the min-max fusion.
 
-Each kernel returns what the numpy code it replaces returns (`Postings.top_k`'s numpy path,
-`dense.shortlisted`'s numpy path): the same documents in the same order, ties broken the same way.
+Each kernel returns what the numpy code beside it returns (`Postings.top_k`, `dense.shortlisted`,
+`StaticQueryEncoder.encode`, `FusionSearcher._fuse_arrays`): the same documents in the same order,
+ties broken the same way.
 A query of `hybrid_fast` made about a hundred numpy calls, each paying Python's dispatch and a fresh
 temporary; here each route is one call that releases the GIL, so serving threads overlap (why: E44).
 Without numba installed (`AVAILABLE` false) the numpy paths run.
@@ -80,7 +82,7 @@ def postings_top_k(indptr, indices, data, n_docs, terms, weights, k, ties, scale
     return rows[best], scores[best]
 
 
-# reassociated sums: the products of one row are added in SIMD lanes (a strict order is 4x slower)
+# reassociated sums: a row's products are added in SIMD lanes rather than one after another
 @_jit(fastmath={"reassoc", "contract"})
 def rescore_top_k(vectors, query, candidates, k):  # pragma: no cover - compiled
     """(scores, rows) of the k best `candidates` (rows of `vectors`; -1: none) by exact inner product
