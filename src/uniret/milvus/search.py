@@ -140,7 +140,7 @@ class MilvusImpactIndex:
         self.coll = coll
         self.docids = coll.docids
         self.quant = quant
-        self.scale = 1.0 / (quant * quant)  # times the reciprocal, as MemoryImpactIndex.touched does
+        self.scale = 1.0 / (quant * quant)  # times the reciprocal, as MemoryImpactIndex.scale
 
     def request(self, query_weights: sp.csr_matrix) -> list[dict[int, float]]:
         """Each query's integer impacts, as the in-process index quantizes them."""

@@ -23,7 +23,7 @@ from uniret.retrieval.base import QueryBatch, Searcher
 from uniret.retrieval.encoding import TextEncoder
 from uniret.retrieval.postings import Postings
 from uniret.retrieval.ranking import hits_dict, tie_ranks
-from uniret.retrieval.sparse import keep_top_n, quantize, row_terms
+from uniret.retrieval.sparse import integer_impacts, keep_top_n, quantize, row_terms
 
 log = logging.getLogger("uniret.retrieval")
 
@@ -53,6 +53,9 @@ class MemoryImpactIndex:
             raise ValueError(f"{doc_weights.shape[0]} sparse rows but {len(docids)} doc ids")
         self.docids = list(docids)
         self.quant = quant
+        # integer sums times the reciprocal, as scipy divides a sparse matrix by a scalar: the search
+        # path's scores are bit-identical to `scores`
+        self.scale = 1.0 / (quant * quant)
         self.ties = tie_ranks(self.docids)
         self._set_impacts(quantize(keep_top_n(doc_weights, top_n), quant))
 
@@ -75,31 +78,18 @@ class MemoryImpactIndex:
         raw = quantize(query_weights, self.quant).astype(np.float64) @ self._by_term
         return sp.csr_matrix(raw / (self.quant * self.quant))
 
-    def touched(self, terms: np.ndarray, impacts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(doc rows, lexical scores) of the docs sharing a term with one query (a doc whose products
-        sum to exactly 0 may be left out): the query terms' posting lists gathered at once and
-        summed per doc, with no sparse-matrix objects per query.
-
-        `terms` are vocabulary ids and `impacts` their integer query impacts; sums of integer
-        products are exact in float64 whatever their order, so this equals `scores`.
-        """
-        rows, sums = self.postings.accumulate(terms, impacts)
-        # times the reciprocal, as scipy divides a sparse matrix by a scalar: bit-identical to `scores`
-        return rows, sums * (1.0 / (self.quant * self.quant))
-
     def top_k_arrays(self, query_weights: sp.csr_matrix, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per query: (doc rows, scores) of its k best docs with a positive score, best first
-        (ties by doc id, like `runs.ranked`)."""
-        # `quantize`'s integer impacts, without building a sparse matrix per query (serving's batch of 1)
-        impacts = np.rint(np.asarray(query_weights.data, dtype=np.float32).astype(np.float64) * self.quant)
+        (ties by doc id, like `runs.ranked`); the scores equal `scores`' bit for bit. A query's terms'
+        posting rows are summed with no sparse-matrix object per query (serving's batch of 1)."""
+        impacts = integer_impacts(query_weights.data, self.quant)  # `quantize`'s, without a matrix
         terms, indptr = query_weights.indices.astype(np.int64), query_weights.indptr
         out = []
         for i in range(query_weights.shape[0]):
             start, end = indptr[i], indptr[i + 1]
             keep = impacts[start:end] > 0
-            # the scale as `touched` applies it: bit-identical to `scores`
             out.append(self.postings.top_k(terms[start:end][keep], impacts[start:end][keep], k, self.ties,
-                                           scale=1.0 / (self.quant * self.quant)))
+                                           scale=self.scale))
         return out
 
     def top_k(self, qids: Sequence[str], query_weights: sp.csr_matrix, k: int) -> Run:

@@ -38,11 +38,15 @@ def keep_top_n(matrix: sp.csr_matrix, n: int | None) -> sp.csr_matrix:
     return matrix
 
 
+def integer_impacts(weights: np.ndarray, quant: float) -> np.ndarray:
+    """round(quant * w) of float32 weights, in float64; negatives become 0."""
+    return np.maximum(np.rint(np.asarray(weights, dtype=np.float32).astype(np.float64) * quant), 0.0)
+
+
 def quantize(matrix: sp.csr_matrix, quant: float) -> sp.csr_matrix:
     """Integer impacts round(quant * w) as float32 CSR; terms that round to 0 are dropped."""
     out = sp.csr_matrix(matrix, dtype=np.float32, copy=True)
-    out.data = np.rint(out.data.astype(np.float64) * quant).astype(np.float32)
-    out.data[out.data < 0] = 0.0
+    out.data = integer_impacts(out.data, quant).astype(np.float32)
     out.eliminate_zeros()
     return out
 
