@@ -150,7 +150,7 @@ def test_fast_routes_search_bm25_in_memory_and_shortlist_dense(tiny_bundle):
         routes = dict(zip(cfg.fusion.fast_runs, fast.searchers, strict=True))
         want = MemoryBm25Searcher if choice == "memory" else Bm25ModeSearcher
         assert type(routes["bm25"]) is want and fast.uses_jvm == (choice == "lucene")
-        assert routes["dense_static"].inner.shortlist == cfg.fusion.fast_shortlist > 0
+        assert routes["dense_feedback"].route.inner.shortlist == cfg.fusion.fast_shortlist > 0
         runs[choice] = fast.search(QUERIES, 10)
     for qid in QUERIES:
         assert list(runs["memory"][qid]) == list(runs["lucene"][qid])

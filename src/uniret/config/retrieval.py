@@ -72,7 +72,8 @@ class FusionConfig:
     # docs taken from BM25's run; 100 is faster at the same dev score but costs NPL recall (why 1000: E20)
     bm25_depth: int = 1000
     # hybrid_fast: the runs it fuses (no transformer on the query path) and the docs taken from each
-    fast_runs: list[str] = field(default_factory=lambda: ["bm25", "lexical_static", "dense_static"])
+    # (dense_feedback: the static dense query moved toward BM25's top documents; why not dense_static: E46)
+    fast_runs: list[str] = field(default_factory=lambda: ["bm25", "lexical_static", "dense_feedback"])
     fast_depth: int = 150  # why: E44 (E36 chose 300 before the routes were compiled)
     # hybrid_fast's BM25 route: `memory` holds Lucene's BM25 term weights (read once from the index)
     # as an inverted index, the same ranking with no Java search (up to retrieval.memory_max_docs
@@ -81,6 +82,10 @@ class FusionConfig:
     # hybrid_fast's dense route over a flat index: fast_shortlist x fast_depth candidates from 4-bit
     # PQ fast-scan codes, ranked by their exact scores; 0 scans every vector (why 1.5: E44)
     fast_shortlist: float = 1.5
+    # dense_feedback: BM25's top feedback_docs documents, their unit mean vector added to the static
+    # query vector at feedback_weight (Rocchio with BM25 as the first pass; why 3 and 0.5: E46)
+    feedback_docs: int = 3
+    feedback_weight: float = 0.5
 
     def depth_of(self, run: str) -> int:
         """How many docs a fusion takes from `run`."""
@@ -99,6 +104,9 @@ class FusionConfig:
             raise ValueError(f"fast_runs: cannot fuse {self.fast_runs}; name two or more of {', '.join(FAST_RUNS)}")
         if self.rrf_k < 0 or self.depth <= 0 or self.bm25_depth <= 0 or self.fast_depth <= 0:
             raise ValueError("rrf_k must be >= 0, depth, bm25_depth and fast_depth positive")
+        if self.feedback_docs < 1 or self.feedback_weight < 0:
+            raise ValueError(f"feedback_docs must be >= 1 and feedback_weight >= 0, got {self.feedback_docs} "
+                             f"and {self.feedback_weight}")
         if self.fast_shortlist < 0:
             raise ValueError(f"fast_shortlist must be >= 0 (0: no shortlist), got {self.fast_shortlist}")
 

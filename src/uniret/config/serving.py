@@ -174,7 +174,8 @@ class BenchConfig:
     max_queries: int | None = None  # None: every query of the split
     warmup_queries: int = 100  # run and discarded before each timed series (JIT, caches, lazy opens)
     modes: list[str] = field(default_factory=lambda: ["bm25", "dense", "lexical", "uni", "hybrid", "hybrid_bm25", "rrf",
-                                                      "dense_static", "lexical_static", "hybrid_fast"])
+                                                      "dense_static", "lexical_static", "dense_feedback",
+                                                      "hybrid_fast"])
     k: int = 10  # depth of the timed searches
     eval_k: int = 10  # nDCG cut-off reported next to speed
     encode_queries: int = 200  # batch-1 query encodings timed per encoder (torch, ONNX)

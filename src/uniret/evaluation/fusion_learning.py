@@ -30,13 +30,20 @@ def tuning_runs(queries: dict[str, str], docids: list[str], encoded, encoder, rc
     from uniret.core.runs import ranked
     from uniret.retrieval.base import encode_queries
     from uniret.retrieval.bm25 import Bm25ModeSearcher
+    from uniret.retrieval.feedback import FeedbackDenseSearcher, feedback_key
     from uniret.retrieval.modes import build_searchers, memory_corpus_index
 
-    searchers = build_searchers(memory_corpus_index(docids, encoded, rcfg, static_query=static), rcfg, encoder,
-                                modes=[h for h in heads if h not in BM25_SIGNALS])
+    index = memory_corpus_index(docids, encoded, rcfg, static_query=static)
+    searchers = build_searchers(index, rcfg, encoder, modes=[h for h in heads if h not in (*BM25_SIGNALS, "dense_feedback")])
     batch = encode_queries(queries, encoder)
     runs = {m: s.search_batch(batch, rcfg.fusion.depth_of(m)) for m, s in searchers.items()}
     runs["bm25"] = {q: dict(ranked(bm25_run.get(q, {}), rcfg.fusion.depth_of("bm25"))) for q in queries}
+    if "dense_feedback" in heads:  # fed by the bm25 stage's run, as served hybrid_fast feeds it its BM25 route's
+        route = build_searchers(index, rcfg, None, modes=["dense_static"])["dense_static"]
+        feedback = FeedbackDenseSearcher(route, None, lambda rows: index.doc_vectors[rows], rcfg.fusion.feedback_docs,
+                                         rcfg.fusion.feedback_weight)
+        batch.extra[feedback_key(None)] = runs["bm25"]
+        runs["dense_feedback"] = feedback.search_batch(batch, rcfg.fusion.depth_of("dense_feedback"))
     if "bm25_rm3" in heads:
         rm3 = Bm25ModeSearcher(bm25_index, bm25_cfg, rm3=True)
         try:
@@ -72,6 +79,7 @@ def learn_fusion(ctx: StageContext, cfg: IndexConfig, rcfg: RetrievalConfig, dat
     have = {"dense": encoded.dense is not None, "lexical": encoded.sparse is not None, **dict.fromkeys(BM25_SIGNALS, True),
             "dense_static": static is not None and encoded.dense is not None,
             "lexical_static": static is not None and encoded.sparse is not None}
+    have["dense_feedback"] = have["dense_static"]
     modes = [m for m in FUSION_MODES if m in rcfg.modes and all(have.get(r, False) for r in fused_runs(m, rcfg))]
     dev_path = ctx.require("bm25") / DEV_QRELS
     if not cfg.fusion.enabled or not modes or not dev_path.is_file():

@@ -64,13 +64,17 @@ MODE_MAPPING = {
     "dense_static": ("knn with the static tower's query vector (a table look-up in the client: "
                      "uniret.retrieval.static_query over the bundle's static/tower.npy)",
                      "exact for the bundle's HNSW/flat top-k up to graph recall"),
+    "dense_feedback": ("knn with the feedback vector: the client sends the BM25 match first, reads its top "
+                       "documents' vectors and adds their unit mean to the static query vector "
+                       "(uniret.retrieval.feedback.feedback_queries)",
+                       "approximate: OpenSearch's BM25 top documents may differ from the bundle's Anserini BM25"),
     "hybrid_fast": ("hybrid query: match on the text field (BM25) + neural_sparse + knn, "
                     "search_pipeline_fast.json (min_max, the bundle's learned weights)",
                     "approximate: OpenSearch's BM25 (its english analyzer, k1/b) is not the bundle's Anserini BM25"),
 }
-STATIC_MODES = ("lexical_static", "dense_static", "hybrid_fast")
+STATIC_MODES = ("lexical_static", "dense_static", "dense_feedback", "hybrid_fast")
 # hybrid_fast's runs -> the clause of the hybrid query that answers each
-FAST_CLAUSES = {"bm25": "bm25", "lexical_static": "lexical", "dense_static": "dense"}
+FAST_CLAUSES = {"bm25": "bm25", "lexical_static": "lexical", "dense_static": "dense", "dense_feedback": "dense"}
 
 
 def feature_key(token: str, token_id: int) -> str:
@@ -162,7 +166,9 @@ def token_weight_table(weights: np.ndarray, keys: Sequence[str]) -> dict[str, fl
 def search_body(mode: str, query: EncodedTexts, keys: Sequence[str], quant: float, cfg: OpenSearchExportConfig,
                 size: int, text: str | None = None, fast_runs: Sequence[str] | None = None) -> dict[str, Any]:
     """The search request of one encoded query in serving mode `mode` (MODE_MAPPING); the static
-    modes take the static query encoding, hybrid_fast also the query `text` (its BM25 clause)."""
+    modes take the static query encoding, hybrid_fast also the query `text` (its BM25 clause); for
+    dense_feedback (alone or fused) the encoding's dense vector is the feedback query the client made
+    from a first BM25 request (uniret.retrieval.feedback.feedback_queries)."""
     if mode not in MODE_MAPPING:
         raise ValueError(f"mode {mode!r} has no OpenSearch query; exportable: {sorted(MODE_MAPPING)}")
     clauses = {}
@@ -172,7 +178,8 @@ def search_body(mode: str, query: EncodedTexts, keys: Sequence[str], quant: floa
     if query.dense is not None:
         clauses["dense"] = {"knn": {cfg.dense_field: {"vector": [float(x) for x in query.dense[0]],
                                                       "k": max(cfg.knn_k, size)}}}
-    single = {"lexical": "lexical", "dense": "dense", "lexical_static": "lexical", "dense_static": "dense"}
+    single = {"lexical": "lexical", "dense": "dense", "lexical_static": "lexical", "dense_static": "dense",
+              "dense_feedback": "dense"}
     if mode in single:
         if single[mode] not in clauses:
             raise ValueError(f"mode {mode!r}: the bundle's encoder has no {single[mode]} output")

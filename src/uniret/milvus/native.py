@@ -23,6 +23,7 @@ from uniret.milvus.search import (
 )
 from uniret.retrieval.base import QueryBatch, Searcher
 from uniret.retrieval.dense import DenseSearcher
+from uniret.retrieval.feedback import FeedbackDenseSearcher
 from uniret.retrieval.fusion import FusionSearcher
 from uniret.retrieval.lexical import LexicalSearcher
 from uniret.retrieval.ranking import hits_dict
@@ -31,6 +32,8 @@ from uniret.retrieval.static_query import StaticRouteSearcher
 
 def is_milvus_route(leaf: Searcher) -> bool:
     """Whether `leaf` searches a Milvus field (so `leaf_request` can say what it sends)."""
+    if isinstance(leaf, FeedbackDenseSearcher):
+        return is_milvus_route(leaf.route)
     if isinstance(leaf, StaticRouteSearcher):
         return is_milvus_route(leaf.inner)
     return (isinstance(leaf, MilvusBm25Searcher)
@@ -41,6 +44,8 @@ def is_milvus_route(leaf: Searcher) -> bool:
 def leaf_request(leaf: Searcher, batch: QueryBatch) -> tuple[str, list[Any], dict[str, Any]] | None:
     """(field, per-query data, search params) a Milvus route would send for `batch`; None when the
     leaf is not a Milvus route (e.g. an in-process searcher)."""
+    if isinstance(leaf, FeedbackDenseSearcher):  # its BM25 source is searched first, for the feedback query
+        return leaf_request(leaf.route.inner, leaf._feedback_batch(batch))
     if isinstance(leaf, StaticRouteSearcher):
         return leaf_request(leaf.inner, leaf._static_batch(batch))
     if isinstance(leaf, DenseSearcher) and isinstance(leaf.index, MilvusDenseIndex):

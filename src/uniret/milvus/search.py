@@ -31,7 +31,7 @@ from uniret.config.sections import Bm25Config
 from uniret.core.errors import EngineError
 from uniret.core.runs import Run
 from uniret.milvus.catalog import Catalog
-from uniret.milvus.export import BM25, DENSE, SPARSE, terms_hash
+from uniret.milvus.export import BM25, DENSE, ROW, SPARSE, terms_hash
 from uniret.retrieval.base import QueryBatch, Searcher
 from uniret.retrieval.modes import CorpusIndex
 from uniret.retrieval.ranking import hits_dict, tie_ranks, top_k_ranked
@@ -117,6 +117,15 @@ class MilvusDenseIndex:
 
     def request(self, vectors: np.ndarray) -> list[list[float]]:
         return [row.tolist() for row in np.asarray(vectors, dtype=np.float32)]
+
+    def vectors_of(self, rows: np.ndarray) -> np.ndarray:
+        """The stored vectors of `rows` (dense_feedback reads its feedback documents' vectors here)."""
+        found = {int(r[ROW]): r[DENSE] for r in self.coll.client.get(self.coll.name, ids=[int(i) for i in rows],
+                                                                     output_fields=[ROW, DENSE])}
+        missing = [int(i) for i in rows if int(i) not in found]
+        if missing:
+            raise EngineError(f"{self.coll.name}: rows {missing[:5]} have no stored vector")
+        return np.asarray([found[int(i)] for i in rows], dtype=np.float32)
 
     def search(self, x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(scores [n, k] float32, rows [n, k] int64, -1 where fewer than k hits), as faiss returns."""

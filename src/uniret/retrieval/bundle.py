@@ -149,7 +149,7 @@ def open_bundle(bundle_dir: str | Path, cfg: RetrievalConfig | None = None, thre
         bm25_params = manifest["params"]["bm25"]
         lengths = manifest["query_max_length"], manifest["doc_max_length"]
         built_with = built_retrieval(manifest, path)
-    cfg = cfg or built_with
+    cfg = _learned_fast_runs(manifest, cfg or built_with)
     bm25_cfg = build(Bm25Config, bm25_params, f"{path / MANIFEST}: params.bm25")
     tokenizer = load_tokenizer(path)
     # lazy: the query graph loads on the first transformer-mode query, never for the static modes
@@ -183,6 +183,15 @@ def load_bm25_weights(bundle_dir: Path, n_docs: int) -> tuple[list[str], sp.csr_
         raise InputFileError(f"{path}: shape {weights.shape}, but the bundle has {n_docs} doc ids and "
                              f"{bundle_dir / BM25_TERMS_FILE} {len(terms)} terms")
     return terms, weights
+
+
+def _learned_fast_runs(manifest: dict[str, Any], cfg: RetrievalConfig) -> RetrievalConfig:
+    """`cfg` with hybrid_fast fusing the runs the bundle learned its weights for (a bundle built before
+    params changed fast_runs keeps its own: the weights belong to those runs)."""
+    runs = (((manifest.get("fusion") or {}).get("modes") or {}).get("hybrid_fast") or {}).get("runs")
+    if not runs or list(runs) == list(cfg.fusion.fast_runs):
+        return cfg
+    return dataclasses.replace(cfg, fusion=dataclasses.replace(cfg.fusion, fast_runs=list(runs)))
 
 
 def built_retrieval(manifest: dict[str, Any], path: Path) -> RetrievalConfig:

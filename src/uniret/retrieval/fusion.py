@@ -17,6 +17,7 @@ import numpy as np
 from uniret.core.runs import Run, ranked
 from uniret.retrieval import kernels
 from uniret.retrieval.base import QueryBatch, Searcher
+from uniret.retrieval.feedback import feedback_key
 from uniret.retrieval.ranking import hits_dict, tie_ranks, top_k_ranked
 
 
@@ -109,7 +110,12 @@ class FusionSearcher(Searcher):
         if self.on_arrays:
             hits = self._route_arrays(batch, depths)
             return {qid: self._fuse_arrays([h[i] for h in hits], k) for i, qid in enumerate(batch.ids)}
-        runs = [s.search_batch(batch, d) for s, d in zip(self.searchers, depths, strict=True)]
+        runs = []
+        for searcher, depth in zip(self.searchers, depths, strict=True):
+            source = self._reads_route(searcher)
+            if source is not None:
+                batch.extra[feedback_key(source)] = runs[self.searchers.index(source)]
+            runs.append(searcher.search_batch(batch, depth))
         if self.method == "rrf":
             return reciprocal_rank(runs, self.rrf_k, k)
         return interpolate(runs, self.weights, k)
@@ -117,14 +123,29 @@ class FusionSearcher(Searcher):
     def _route_arrays(self, batch: QueryBatch, depths: list[int]) -> list[list[tuple[np.ndarray, np.ndarray]]]:
         """Every route's hits as arrays: the shared query encodings first, then the Lucene routes on
         worker threads while the caller runs the others (the last route stays with the caller when all
-        call Lucene). Same results, in the same order, as running them one after the other."""
+        call Lucene). Same results, in the same order, as running them one after the other. A route
+        that reads another's hits (`dense_feedback` reads BM25's) finds them in the batch."""
         pairs = list(zip(self.searchers, depths, strict=True))
         for searcher in self.searchers:
             searcher.prepare(batch)
-        away = [i for i, s in enumerate(self.searchers) if s.uses_jvm][: len(pairs) - 1]
+        away = [i for i, s in enumerate(self.searchers) if s.uses_jvm and not self._reads_route(s)][: len(pairs) - 1]
         pending = {i: _ROUTES.submit(pairs[i][0].search_arrays, batch, pairs[i][1]) for i in away}
-        local = {i: s.search_arrays(batch, d) for i, (s, d) in enumerate(pairs) if i not in pending}
-        return [pending[i].result() if i in pending else local[i] for i in range(len(pairs))]
+        hits: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
+        for i, (searcher, depth) in enumerate(pairs):
+            source = self._reads_route(searcher)
+            if source is not None:  # hand the source route's hits over (waiting for a worker's)
+                j = self.searchers.index(source)
+                batch.extra[feedback_key(source)] = hits[j] if j in hits else pending[j].result()
+            if i not in pending:
+                hits[i] = searcher.search_arrays(batch, depth)
+        return [pending[i].result() if i in pending else hits[i] for i in range(len(pairs))]
+
+    def _reads_route(self, searcher: Searcher) -> Searcher | None:
+        """The fused route whose hits `searcher` reads, when it runs before it; else None."""
+        source = getattr(searcher, "source", None)
+        if source is None or source not in self.searchers:
+            return None
+        return source if self.searchers.index(source) < self.searchers.index(searcher) else None
 
     def _fuse_arrays(self, parts: list[tuple[np.ndarray, np.ndarray]], k: int) -> dict[str, float]:
         """One query's fusion on arrays: the same arithmetic, in the same order, as `interpolate` /

@@ -25,6 +25,7 @@ from uniret.retrieval.dense import DenseSearcher, build_faiss_index, to_search_d
 from uniret.retrieval.encoding import EncodedTexts, TextEncoder
 from uniret.retrieval.exhaustive import ExhaustiveSearcher
 from uniret.retrieval.faiss_loader import faiss
+from uniret.retrieval.feedback import FeedbackDenseSearcher
 from uniret.retrieval.fusion import FusionSearcher
 from uniret.retrieval.lexical import ImpactIndex, LexicalSearcher, MemoryImpactIndex
 from uniret.retrieval.static_query import StaticQueryEncoder, StaticRouteSearcher
@@ -99,6 +100,7 @@ def _needs(mode: str, cfg: RetrievalConfig) -> set[str]:
         "exhaustive": {"impacts", "vectors"},
         "clear": {"bm25", "dense", "bm25_weight"},
         "dense_static": {"dense", "static"},
+        "dense_feedback": {"dense", "static", "bm25", "feedback_vectors"},
         "lexical_static": {"lexical", "static"},
     }[mode]
 
@@ -124,6 +126,7 @@ def build_searchers(
         "gate": has_gate,
         "bm25_weight": index.bm25_weight is not None,
         "static": index.static_query is not None,
+        "feedback_vectors": index.doc_vectors is not None or hasattr(index.dense, "vectors_of"),
     }
     built: dict[str, Searcher] = {}
 
@@ -147,6 +150,8 @@ def build_searchers(
                                            index.static_query, mode)
         elif mode == "lexical_static":
             searcher = StaticRouteSearcher(LexicalSearcher(index.lexical), index.static_query, mode)
+        elif mode == "dense_feedback":  # its BM25 source is hybrid_fast's BM25 route, shared with it
+            searcher = feedback_route(make("dense_static"))
         elif mode == "clear":
             searcher = ClearSearcher(make("bm25"), make("dense"), index.bm25_weight, cfg.fusion.depth)
         else:  # hybrid, hybrid_bm25, hybrid_fast, rrf
@@ -173,12 +178,20 @@ def build_searchers(
             built[key] = (MemoryBm25Searcher.from_weights(index.docids, *index.bm25_weights, bm25_cfg)
                           if index.bm25_weights is not None
                           else MemoryBm25Searcher.from_lucene(index.bm25_dir, bm25_cfg, index.docids))
-        elif mode == "dense_static" and cfg.fusion.fast_shortlist and index.doc_vectors is not None:
+        elif mode in ("dense_static", "dense_feedback") and cfg.fusion.fast_shortlist and index.doc_vectors is not None:
             dense = DenseSearcher(index.dense, index.docids, vectors=index.doc_vectors, shortlist=cfg.fusion.fast_shortlist)
-            built[key] = StaticRouteSearcher(dense, index.static_query, mode)
+            route = StaticRouteSearcher(dense, index.static_query, "dense_static")
+            built[key] = route if mode == "dense_static" else feedback_route(route)
         else:
             built[key] = make(mode)
         return built[key]
+
+    def feedback_route(route: StaticRouteSearcher) -> FeedbackDenseSearcher:
+        """`route` searched with the feedback query of BM25's top documents (E46)."""
+        vectors_of = ((lambda rows: index.doc_vectors[rows]) if index.doc_vectors is not None
+                      else index.dense.vectors_of)
+        return FeedbackDenseSearcher(route, fast_route("bm25"), vectors_of, cfg.fusion.feedback_docs,
+                                     cfg.fusion.feedback_weight)
 
     out: dict[str, Searcher] = {}
     for mode in modes or cfg.modes:

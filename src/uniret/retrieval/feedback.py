@@ -1,0 +1,105 @@
+"""The static dense query moved toward BM25's top documents: `dense_feedback` (E46).
+
+The static tower is a bag of token vectors: out of domain, words its training texts never held keep
+their untrained vectors, while BM25 still finds the right documents there and those documents have
+transformer vectors in the bundle's index. Rocchio feedback with BM25 as the first pass turns that
+into a better dense query at the cost of a few vector reads, no model and no second search:
+
+    q' = normalise(q / |q| + weight * c / |c|),  c = the mean vector of BM25's top `docs` documents
+
+In `hybrid_fast` the BM25 route has already run when the dense route starts (the fusion hands each
+route's hits to the routes that read them: `FEEDBACK_HITS`), so the feedback costs the reads alone;
+as a mode of its own it runs its BM25 source first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from uniret.core.runs import Run, ranked
+from uniret.retrieval.base import QueryBatch, Searcher
+from uniret.retrieval.encoding import EncodedTexts
+from uniret.retrieval.static_query import StaticRouteSearcher
+
+Hits = list[tuple[np.ndarray, np.ndarray]]  # per query: (rows, scores)
+
+
+def feedback_key(source: Searcher | None) -> tuple:
+    """The `QueryBatch.extra` key of `source`'s hits (None: hits the caller put there, e.g. a BM25
+    run read from a file while the fusion weights are learned)."""
+    return ("feedback_hits", id(source) if source is not None else None)
+
+
+def top_rows(rows: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
+    """The `k` best rows of one query's hits (ties: the lower row)."""
+    if len(rows) <= k:
+        order = np.lexsort((rows, -scores))
+    else:
+        part = np.argpartition(-scores, k - 1)[:k]
+        order = part[np.lexsort((rows[part], -scores[part]))]
+    return rows[order[:k]]
+
+
+def feedback_queries(queries: np.ndarray, vectors_of: Callable[[np.ndarray], np.ndarray],
+                     top: list[np.ndarray], weight: float) -> np.ndarray:
+    """Each query vector plus `weight` x the unit mean of its feedback documents' vectors, unit length;
+    a query without feedback documents keeps its own (unit) vector."""
+    out = np.zeros_like(queries, dtype=np.float32)
+    for i, (q, rows) in enumerate(zip(queries, top, strict=True)):
+        q = q / max(float(np.linalg.norm(q)), 1e-12)
+        if len(rows) and weight > 0:
+            centroid = vectors_of(rows).mean(axis=0)
+            q = q + weight * centroid / max(float(np.linalg.norm(centroid)), 1e-12)
+        out[i] = q / max(float(np.linalg.norm(q)), 1e-12)
+    return out
+
+
+class FeedbackDenseSearcher(Searcher):
+    """The static dense route searched with the feedback query of `source`'s (BM25's) top documents."""
+
+    def __init__(self, route: StaticRouteSearcher, source: Searcher | None,
+                 vectors_of: Callable[[np.ndarray], np.ndarray], docs: int, weight: float, mode: str = "dense_feedback"):
+        """`route`: the static dense route (its dense searcher and static encoder); `source`: the
+        searcher whose top `docs` documents give the feedback (None: the caller puts them into each
+        batch under `feedback_key(None)`); `vectors_of(rows)`: the document vectors of those rows."""
+        if docs < 1 or weight < 0:
+            raise ValueError(f"dense_feedback needs docs >= 1 and weight >= 0, got {docs} and {weight}")
+        self.route, self.source, self.vectors_of = route, source, vectors_of
+        self.docs, self.weight, self.mode = docs, weight, mode
+        self.encoder = None
+        self.docids = route.docids
+        self.has_arrays = route.has_arrays
+        self.uses_jvm = route.uses_jvm or (source is not None and source.uses_jvm)
+        self.gil_bound = route.gil_bound and (source is None or source.gil_bound)
+        self._rows: dict[str, int] | None = None
+
+    def prepare(self, batch: QueryBatch) -> None:
+        self.route.prepare(batch)
+
+    def _source_top(self, batch: QueryBatch) -> list[np.ndarray]:
+        """Each query's feedback rows: the source's hits handed over in `batch`, else searched here."""
+        hits = batch.extra.get(feedback_key(self.source))
+        if hits is None:
+            if self.source is None:
+                raise ValueError("dense_feedback: no feedback hits in this batch and no source searcher")
+            hits = (self.source.search_arrays(batch, self.docs) if self.source.has_arrays
+                    else self.source.search_batch(batch, self.docs))
+        if isinstance(hits, dict):  # a Run: doc ids to rows
+            if self._rows is None:
+                self._rows = {d: i for i, d in enumerate(self.docids)}
+            return [np.asarray([self._rows[d] for d, _ in ranked(hits.get(q, {}), self.docs) if d in self._rows],
+                               dtype=np.int64) for q in batch.ids]
+        return [top_rows(rows, scores, self.docs) for rows, scores in hits]
+
+    def _feedback_batch(self, batch: QueryBatch) -> QueryBatch:
+        static = self.route._static_batch(batch).encoded
+        dense = feedback_queries(static.dense, self.vectors_of, self._source_top(batch), self.weight)
+        return QueryBatch(ids=batch.ids, texts=batch.texts, encoded=EncodedTexts(dense=dense, sparse=None))
+
+    def search_batch(self, batch: QueryBatch, k: int) -> Run:
+        return self.route.inner.search_batch(self._feedback_batch(batch), k)
+
+    def search_arrays(self, batch: QueryBatch, k: int) -> Hits:
+        return self.route.inner.search_arrays(self._feedback_batch(batch), k)
