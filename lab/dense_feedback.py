@@ -37,6 +37,17 @@ VARIANTS = {  # name: (feedback source, k, beta)
     "bm25_k5_b2": ("bm25", 5, 2.0),
     "dense_k5_b1": ("dense_static", 5, 1.0),  # classic dense Rocchio: a second dense search
 }
+# the sparse query too (with the dense feedback of E46 in place): + gamma x the unit mean impact vector
+# of BM25's top k documents, its `terms` largest entries kept (name: (k, gamma, terms))
+LEXICAL = {
+    "dense+lex_k3_g0": (3, 0.0, 0),  # the float product of the unchanged query: checks the float path
+    "dense+lex_k3_g0.25_t20": (3, 0.25, 20),
+    "dense+lex_k3_g0.5_t20": (3, 0.5, 20),
+    "dense+lex_k3_g1_t20": (3, 1.0, 20),
+    "dense+lex_k3_g0.5_t50": (3, 0.5, 50),
+    "dense+lex_k3_g0.5_t10": (3, 0.5, 10),
+    "dense+lex_k5_g0.5_t20": (5, 0.5, 20),
+}
 
 
 def _top(run: dict, qid: str, k: int) -> list[str]:
@@ -80,13 +91,35 @@ def _interval(c) -> dict:
     return {"diff": round(c.diff, 5), "low": round(c.ci_low, 5), "high": round(c.ci_high, 5)}
 
 
+def lexical_feedback_run(queries: list[str], qsparse, impacts, docids: list[str], source: dict, k: int,
+                         gamma: float, terms: int, depth: int) -> dict:
+    """The sparse run of the feedback queries: unit(q) + gamma x unit(top `terms` of the mean impact
+    row of the source's top k documents), exact float products."""
+    row = {d: i for i, d in enumerate(docids)}
+    out = {}
+    for qi, qid in enumerate(queries):
+        q = np.asarray(qsparse[qi].todense()).ravel().astype(np.float64)
+        q /= max(np.linalg.norm(q), 1e-12)
+        top = [row[d] for d in _top(source, qid, k)]
+        if top and gamma > 0:
+            c = np.asarray(impacts[top].mean(axis=0)).ravel()
+            if terms and np.count_nonzero(c) > terms:
+                c[np.argsort(-c)[terms:]] = 0.0
+            q = q + gamma * c / max(np.linalg.norm(c), 1e-12)
+        scores = impacts @ q
+        best = np.argpartition(-scores, min(depth, len(scores) - 1))[:depth]
+        out[qid] = {docids[i]: float(scores[i]) for i in best if scores[i] > 0}
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--profile", default="cpu")
     parser.add_argument("--data", default=None)
     parser.add_argument("--artifacts", default="artifacts")
-    parser.add_argument("--variants", nargs="*", choices=sorted(VARIANTS), default=list(VARIANTS))
+    parser.add_argument("--variants", nargs="*", choices=sorted({**VARIANTS, **LEXICAL}), default=list(VARIANTS))
+    parser.add_argument("--baseline", default="none", help="the variant the others are compared with")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -135,19 +168,24 @@ def main() -> int:
         qids = list(queries)
         qvecs = set_static.encode([queries[q] for q in qids]).dense
         sets.append((set_name, qrels, qids, {m: _cut(r, depth) for m, r in runs.items()}, qvecs,
-                     np.asarray(encoded.dense, dtype=np.float32), docids))
+                     np.asarray(encoded.dense, dtype=np.float32), docids,
+                     set_static.encode([queries[q] for q in qids]).sparse, encoded.sparse.tocsr()))
         logging.info("%s: %d queries, %d documents", set_name, len(qids), len(docids))
 
     per_query: dict[str, dict[str, dict[str, float]]] = {}
     results = {"bundle": manifest.get("bundle_id") or str(bundle.path), "fast_depth": depth, "variants": {}}
     for name in args.variants:
-        source, k, beta = VARIANTS[name]
+        source, k, beta = VARIANTS.get(name, ("bm25", 3, 0.5))  # a LEXICAL variant: E46's dense feedback
         start = time.perf_counter()
         tuning = []
-        for set_name, qrels, qids, runs, qvecs, docvecs, docids in sets:
+        for set_name, qrels, qids, runs, qvecs, docvecs, docids, qsparse, impacts in sets:
             dense = runs["dense_static"] if source is None else feedback_run(
                 qids, qvecs, docvecs, docids, runs[source], k, beta, depth)
-            tuning.append(TuningSet(set_name, [runs["bm25"], runs["lexical_static"], dense], qrels))
+            lexical = runs["lexical_static"]
+            if name in LEXICAL:
+                lk, gamma, terms = LEXICAL[name]
+                lexical = lexical_feedback_run(qids, qsparse, impacts, docids, runs["bm25"], lk, gamma, terms, depth)
+            tuning.append(TuningSet(set_name, [runs["bm25"], lexical, dense], qrels))
         both = learn_fusion_weights(tuning, cfg.fusion.grid_step, cfg.fusion.metric)
         per_set = {t.name: learn_fusion_weights([t], cfg.fusion.grid_step, cfg.fusion.metric) for t in tuning}
         zero_shot = [t for t in tuning if t.name != train.name]
@@ -155,16 +193,17 @@ def main() -> int:
         # per-query nDCG with the weights each set is served with (its own corpus: `both`; others: `away`)
         per_query[name] = {t.name: _per_query(t, both.weights if t.name == train.name else away.weights, cfg.fusion.metric)
                            for t in tuning}
-        base = per_query.get("none")
-        paired = {} if base is None or name == "none" else {
+        base = per_query.get(args.baseline)
+        paired = {} if base is None or name == args.baseline else {
             label: _interval(paired_bootstrap({n: _pair(base[n], per_query[name][n]) for n in names}))
             for label, names in (("dev", [t.name for t in tuning]), ("zero_shot_dev", [t.name for t in zero_shot]))}
         results["variants"][name] = {
             "source": source, "k": k, "beta": beta, "weights": both.weights, "dev_score": round(both.score, 5),
             "zero_shot_weights": away.weights, "zero_shot_dev_score": round(away.score, 5),
             "dense_alone": {n: round(c.single_scores[2], 5) for n, c in per_set.items()},
+            "lexical_alone": {n: round(c.single_scores[1], 5) for n, c in per_set.items()},
             "best_per_set": {n: round(c.score, 5) for n, c in per_set.items()},
-            "vs_none": paired, "seconds": round(time.perf_counter() - start, 1)}
+            "vs_" + args.baseline: paired, "seconds": round(time.perf_counter() - start, 1)}
         logging.info("%s: %s", name, results["variants"][name])
         Path(args.out).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return 0

@@ -23,7 +23,7 @@ import os
 import time
 from pathlib import Path
 
-SETTINGS = {  # name: (fast_bm25, fast_shortlist, compiled kernels[, fast_depth])
+SETTINGS = {  # name: (fast_bm25, fast_shortlist, compiled kernels[, fast_depth[, fast_runs]])
     "lucene_exact": ("lucene", 0, False),  # hybrid_fast before E43
     "memory_exact": ("memory", 0, False),
     "lucene_shortlist2": ("lucene", 2, False),
@@ -37,12 +37,17 @@ SETTINGS = {  # name: (fast_bm25, fast_shortlist, compiled kernels[, fast_depth]
     "numba_shortlist1.5_depth200": ("memory", 1.5, True, 200),
     "numba_shortlist1.5_depth150": ("memory", 1.5, True, 150),
     "numba_shortlist1.5_depth100": ("memory", 1.5, True, 100),
+    # E46: the dense route with and without BM25's feedback (latency only: the bundle's weights were
+    # learned for one of them; dev quality of both is lab/dense_feedback.py's)
+    "e44_static": ("memory", 1.5, True, 150, ["bm25", "lexical_static", "dense_static"]),
+    "e46_feedback": ("memory", 1.5, True, 150, ["bm25", "lexical_static", "dense_feedback"]),
 }
 
 
-def _with(cfg, bm25: str, shortlist: float, depth: int | None = None):
+def _with(cfg, bm25: str, shortlist: float, depth: int | None = None, runs: list[str] | None = None):
     return dataclasses.replace(cfg, fusion=dataclasses.replace(cfg.fusion, fast_bm25=bm25, fast_shortlist=shortlist,
-                                                               fast_depth=depth or cfg.fusion.fast_depth))
+                                                               fast_depth=depth or cfg.fusion.fast_depth,
+                                                               fast_runs=runs or cfg.fusion.fast_runs))
 
 
 def main() -> int:
@@ -127,7 +132,8 @@ def main() -> int:
     summary = {name: latency_summary(v) for name, v in times.items()}
     base = summary["bm25@10"]["p50_ms"]
     result = {
-        "bundle": os.path.relpath(bundle.path), "settings": {n: {"fast_bm25": b, "fast_shortlist": s, "compiled": c, "fast_depth": (d or [bundle.retrieval.fusion.fast_depth])[0]}
+        "bundle": os.path.relpath(bundle.path), "settings": {n: {"fast_bm25": b, "fast_shortlist": s, "compiled": c, "fast_depth": (d or [bundle.retrieval.fusion.fast_depth])[0],
+                         "fast_runs": d[1] if len(d) > 1 else bundle.retrieval.fusion.fast_runs}
                      for n, (b, s, c, *d) in settings.items()},
         "dev_ndcg@10": quality, "latency_queries": len(queries), "rounds": args.rounds,
         "machine": machine_info(), "load_average_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],

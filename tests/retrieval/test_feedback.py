@@ -78,7 +78,8 @@ def test_hybrid_fast_hands_its_bm25_hits_to_the_feedback_route(tiny_bundle):
     dicts = fast.search_batch(QueryBatch.from_dict(QUERIES), 10)
     for qid in QUERIES:
         assert list(arrays[qid]) == list(dicts[qid])
-        np.testing.assert_allclose(list(arrays[qid].values()), list(dicts[qid].values()), rtol=1e-9)
+        # the compiled feedback query (array path) and the numpy one (dict path) agree to float32 rounding
+        np.testing.assert_allclose(list(arrays[qid].values()), list(dicts[qid].values()), rtol=1e-5)
         assert set(standalone[qid]) & set(arrays[qid])
 
 

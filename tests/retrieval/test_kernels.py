@@ -100,3 +100,32 @@ def test_fast_modes_of_a_bundle_rank_alike_compiled_or_not(tiny_bundle, monkeypa
             assert list(compiled[qid]) == list(plain[qid]), (mode, qid)
             # dense scores agree to float32 rounding; min-max normalisation divides by a route's range
             np.testing.assert_allclose(list(compiled[qid].values()), list(plain[qid].values()), rtol=1e-5, atol=1e-6)
+
+
+def test_feedback_query_equals_numpy_with_ties(monkeypatch):
+    """The compiled feedback query takes the same documents (ties: the lower row) and gives the numpy
+    path's vector; through a fusion the dense route's hits are then the same."""
+    from uniret.retrieval.feedback import feedback_query, top_rows
+
+    rng = np.random.default_rng(11)
+    vectors = rng.standard_normal((300, 24)).astype(np.float32)
+    for _ in range(30):
+        rows = rng.choice(300, size=rng.integers(0, 40), replace=False).astype(np.int64)
+        scores = rng.integers(0, 4, len(rows)).astype(np.float64)  # small integers: ties at the cut
+        query = rng.standard_normal(24).astype(np.float32)
+        for docs, weight in ((3, 0.5), (1, 2.0), (50, 0.25), (3, 0.0)):
+            compiled = kernels.feedback_query(query, vectors, rows, scores, docs, weight)
+            plain = feedback_query(query, lambda r: vectors[r], top_rows(rows, scores, docs), weight)
+            np.testing.assert_allclose(compiled, plain, rtol=1e-6, atol=1e-7)
+            assert compiled.dtype == np.float32 and abs(float(np.linalg.norm(compiled)) - 1.0) < 1e-5
+
+
+def test_hybrid_fast_with_feedback_ranks_alike_compiled_or_not(tiny_bundle, monkeypatch):
+    bundle = open_bundle(tiny_bundle)
+    assert "dense_feedback" in bundle.retrieval.fusion.fast_runs
+    fast = build_searchers(bundle.index, bundle.retrieval, bundle.encoder, bundle.bm25, modes=["hybrid_fast"])["hybrid_fast"]
+    queries = {"a": "protein folding in cells", "b": "vitamin D deficiency", "c": "heart regeneration in zebrafish"}
+    compiled, plain = _both(monkeypatch, lambda: fast.search(queries, 20))
+    for qid in queries:
+        assert list(compiled[qid]) == list(plain[qid])
+        np.testing.assert_allclose(list(compiled[qid].values()), list(plain[qid].values()), rtol=1e-5)

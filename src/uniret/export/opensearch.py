@@ -66,7 +66,7 @@ MODE_MAPPING = {
                      "exact for the bundle's HNSW/flat top-k up to graph recall"),
     "dense_feedback": ("knn with the feedback vector: the client sends the BM25 match first, reads its top "
                        "documents' vectors and adds their unit mean to the static query vector "
-                       "(uniret.retrieval.feedback.feedback_queries)",
+                       "(uniret.retrieval.feedback.feedback_query)",
                        "approximate: OpenSearch's BM25 top documents may differ from the bundle's Anserini BM25"),
     "hybrid_fast": ("hybrid query: match on the text field (BM25) + neural_sparse + knn, "
                     "search_pipeline_fast.json (min_max, the bundle's learned weights)",
@@ -168,7 +168,7 @@ def search_body(mode: str, query: EncodedTexts, keys: Sequence[str], quant: floa
     """The search request of one encoded query in serving mode `mode` (MODE_MAPPING); the static
     modes take the static query encoding, hybrid_fast also the query `text` (its BM25 clause); for
     dense_feedback (alone or fused) the encoding's dense vector is the feedback query the client made
-    from a first BM25 request (uniret.retrieval.feedback.feedback_queries)."""
+    from a first BM25 request (uniret.retrieval.feedback.feedback_query)."""
     if mode not in MODE_MAPPING:
         raise ValueError(f"mode {mode!r} has no OpenSearch query; exportable: {sorted(MODE_MAPPING)}")
     clauses = {}

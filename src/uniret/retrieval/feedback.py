@@ -19,6 +19,7 @@ from collections.abc import Callable
 import numpy as np
 
 from uniret.core.runs import Run, ranked
+from uniret.retrieval import kernels
 from uniret.retrieval.base import QueryBatch, Searcher
 from uniret.retrieval.encoding import EncodedTexts
 from uniret.retrieval.static_query import StaticRouteSearcher
@@ -34,40 +35,35 @@ def feedback_key(source: Searcher | None) -> tuple:
 
 def top_rows(rows: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
     """The `k` best rows of one query's hits (ties: the lower row)."""
-    if len(rows) <= k:
-        order = np.lexsort((rows, -scores))
-    else:
-        part = np.argpartition(-scores, k - 1)[:k]
-        order = part[np.lexsort((rows[part], -scores[part]))]
-    return rows[order[:k]]
+    return rows[np.lexsort((rows, -scores))[:k]]
 
 
-def feedback_queries(queries: np.ndarray, vectors_of: Callable[[np.ndarray], np.ndarray],
-                     top: list[np.ndarray], weight: float) -> np.ndarray:
-    """Each query vector plus `weight` x the unit mean of its feedback documents' vectors, unit length;
-    a query without feedback documents keeps its own (unit) vector."""
-    out = np.zeros_like(queries, dtype=np.float32)
-    for i, (q, rows) in enumerate(zip(queries, top, strict=True)):
-        q = q / max(float(np.linalg.norm(q)), 1e-12)
-        if len(rows) and weight > 0:
-            centroid = vectors_of(rows).mean(axis=0)
-            q = q + weight * centroid / max(float(np.linalg.norm(centroid)), 1e-12)
-        out[i] = q / max(float(np.linalg.norm(q)), 1e-12)
-    return out
+def feedback_query(query: np.ndarray, vectors_of: Callable[[np.ndarray], np.ndarray], rows: np.ndarray,
+                   weight: float) -> np.ndarray:
+    """unit(query) + `weight` x the unit mean of the vectors of `rows`, unit length (float32); with no
+    rows the query's own unit vector."""
+    q = query.astype(np.float64) / max(float(np.linalg.norm(query)), 1e-12)
+    if len(rows) and weight > 0:
+        centroid = vectors_of(rows).astype(np.float64).sum(axis=0)  # the mean's 1/n cancels in its unit vector
+        q = q + weight * centroid / max(float(np.linalg.norm(centroid)), 1e-12)
+    return (q / max(float(np.linalg.norm(q)), 1e-12)).astype(np.float32)
 
 
 class FeedbackDenseSearcher(Searcher):
     """The static dense route searched with the feedback query of `source`'s (BM25's) top documents."""
 
     def __init__(self, route: StaticRouteSearcher, source: Searcher | None,
-                 vectors_of: Callable[[np.ndarray], np.ndarray], docs: int, weight: float, mode: str = "dense_feedback"):
+                 vectors_of: Callable[[np.ndarray], np.ndarray], docs: int, weight: float, mode: str = "dense_feedback",
+                 vectors: np.ndarray | None = None):
         """`route`: the static dense route (its dense searcher and static encoder); `source`: the
         searcher whose top `docs` documents give the feedback (None: the caller puts them into each
-        batch under `feedback_key(None)`); `vectors_of(rows)`: the document vectors of those rows."""
+        batch under `feedback_key(None)`); `vectors_of(rows)`: the document vectors of those rows;
+        `vectors`: all of them in memory, when they are (the compiled path reads them there)."""
         if docs < 1 or weight < 0:
             raise ValueError(f"dense_feedback needs docs >= 1 and weight >= 0, got {docs} and {weight}")
         self.route, self.source, self.vectors_of = route, source, vectors_of
         self.docs, self.weight, self.mode = docs, weight, mode
+        self.vectors = None if vectors is None else np.ascontiguousarray(vectors, dtype=np.float32)
         self.encoder = None
         self.docids = route.docids
         self.has_arrays = route.has_arrays
@@ -94,8 +90,14 @@ class FeedbackDenseSearcher(Searcher):
         return [top_rows(rows, scores, self.docs) for rows, scores in hits]
 
     def _feedback_batch(self, batch: QueryBatch) -> QueryBatch:
-        static = self.route._static_batch(batch).encoded
-        dense = feedback_queries(static.dense, self.vectors_of, self._source_top(batch), self.weight)
+        static = self.route._static_batch(batch).encoded.dense
+        hits = batch.extra.get(feedback_key(self.source))
+        if kernels.AVAILABLE and self.vectors is not None and isinstance(hits, list):  # one compiled call (E46)
+            dense = np.stack([kernels.feedback_query(q, self.vectors, rows.astype(np.int64), scores.astype(np.float64),
+                                                     self.docs, self.weight) for q, (rows, scores) in zip(static, hits, strict=True)])
+        else:
+            dense = np.stack([feedback_query(q, self.vectors_of, rows, self.weight)
+                              for q, rows in zip(static, self._source_top(batch), strict=True)])
         return QueryBatch(ids=batch.ids, texts=batch.texts, encoded=EncodedTexts(dense=dense, sparse=None))
 
     def search_batch(self, batch: QueryBatch, k: int) -> Run:

@@ -1,9 +1,9 @@
 """Compiled inner loops of the in-memory query routes (numba, no GIL held): a query's posting-list sum
-with its top k, the exact rescoring of a dense shortlist with its top k, the static token bag, and
-the min-max fusion.
+with its top k, the exact rescoring of a dense shortlist with its top k, the static token bag, the
+BM25 feedback on the dense query, and the min-max fusion.
 
 Each kernel returns what the numpy code beside it returns (`Postings.top_k`, `dense.shortlisted`,
-`StaticQueryEncoder.encode`, `FusionSearcher._fuse_arrays`): the same documents in the same order,
+`StaticQueryEncoder.encode`, `feedback.feedback_query`, `FusionSearcher._fuse_arrays`): the same documents in the same order,
 ties broken the same way.
 A query of `hybrid_fast` made about a hundred numpy calls, each paying Python's dispatch and a fresh
 temporary; here each route is one call that releases the GIL, so serving threads overlap (why: E44).
@@ -123,6 +123,43 @@ def token_bag(ids, tower, token_weights):  # pragma: no cover - compiled
 
 
 @_jit
+def feedback_query(query, vectors, rows, scores, docs, weight):  # pragma: no cover - compiled
+    """One query's dense feedback query (float32, unit length): unit(query) + weight x the unit mean of
+    the vectors of the `docs` best of (rows, scores) (ties: the lower row), re-normalised; the
+    arithmetic of `feedback.feedback_query`, in float64."""
+    dim = len(query)
+    out = np.empty(dim, dtype=np.float64)
+    norm = 0.0
+    for j in range(dim):
+        out[j] = query[j]
+        norm += out[j] * out[j]
+    out /= max(np.sqrt(norm), 1e-12)
+    take = min(docs, len(rows))
+    if take > 0 and weight > 0:
+        used = np.zeros(len(rows), dtype=np.bool_)
+        centroid = np.zeros(dim, dtype=np.float64)
+        for _ in range(take):  # selection of the few best: no sort of the whole route
+            best = -1
+            for i in range(len(rows)):
+                if not used[i] and (best < 0 or scores[i] > scores[best]
+                                    or (scores[i] == scores[best] and rows[i] < rows[best])):
+                    best = i
+            used[best] = True
+            for j in range(dim):
+                centroid[j] += vectors[rows[best], j]
+        norm = 0.0
+        for j in range(dim):
+            norm += centroid[j] * centroid[j]
+        scale = weight / max(np.sqrt(norm), 1e-12)  # the mean's 1/take cancels in its unit vector
+        for j in range(dim):
+            out[j] += scale * centroid[j]
+    norm = 0.0
+    for j in range(dim):
+        norm += out[j] * out[j]
+    return (out / max(np.sqrt(norm), 1e-12)).astype(np.float32)
+
+
+@_jit
 def fuse_minmax(rows, scores, bounds, weights, n_docs, k, ties):  # pragma: no cover - compiled
     """(rows, fused scores) of one query's k best: route r's hits are rows/scores[bounds[r]:bounds[r + 1]];
     each route's scores min-max normalised (all equal: 1) and weighted, a doc missing from a route
@@ -162,6 +199,7 @@ def warm() -> float:
     vectors = np.eye(3, dtype=np.float32)
     rescore_top_k(vectors, vectors[0], rows, 2)
     token_bag(rows, vectors, data)
+    feedback_query(vectors[0], vectors, rows, np.ones(3, dtype=np.float64), 2, 0.5)
     fuse_minmax(rows, np.ones(3, dtype=np.float64), rows[:2], weights, 3, 2, ties)
     return time.perf_counter() - start
 

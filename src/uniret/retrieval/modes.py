@@ -191,7 +191,7 @@ def build_searchers(
         vectors_of = ((lambda rows: index.doc_vectors[rows]) if index.doc_vectors is not None
                       else index.dense.vectors_of)
         return FeedbackDenseSearcher(route, fast_route("bm25"), vectors_of, cfg.fusion.feedback_docs,
-                                     cfg.fusion.feedback_weight)
+                                     cfg.fusion.feedback_weight, vectors=index.doc_vectors)
 
     out: dict[str, Searcher] = {}
     for mode in modes or cfg.modes:
