@@ -176,6 +176,16 @@ def test_fast_mode_maps_onto_the_token_weight_table_and_the_static_vector(tiny_b
                                modes=["lexical_static"])["lexical_static"]
     query = "protein folding in cells"
     one = static.encode([query])
+    if "dense_feedback" in runs:  # as a client does: the BM25 match first, then the feedback query
+        from uniret.retrieval.encoding import EncodedTexts
+        from uniret.retrieval.feedback import feedback_query
+
+        bm25 = build_searchers(bundle.index, bundle.retrieval, bundle.encoder, bundle.bm25, modes=["bm25"])["bm25"]
+        top = bm25.search({"q": query}, bundle.retrieval.fusion.feedback_docs)["q"]
+        rows = np.array([bundle.index.docids.index(d) for d in sorted(top, key=lambda d: (-top[d], d))])
+        vector = feedback_query(one.dense[0], lambda r: bundle.index.doc_vectors[r], rows,
+                                bundle.retrieval.fusion.feedback_weight)
+        one = EncodedTexts(dense=vector[None, :], sparse=one.sparse)
     body = search_body("hybrid_fast", one, keys, manifest["sparse_quant"], cfg, TOP_K, text=query, fast_runs=runs)
     _check("query", body)
     clauses = body["query"]["hybrid"]["queries"]
@@ -190,5 +200,12 @@ def test_fast_mode_maps_onto_the_token_weight_table_and_the_static_vector(tiny_b
     assert got == pytest.approx(list(want.values()), rel=1e-4, abs=1e-6)
     assert {ids[j] for j in np.argsort(-scores, kind="stable")[:len(want)]} <= set(want) | {
         ids[j] for j in range(len(ids)) if scores[j] == pytest.approx(min(want.values()))}
-    vector = clauses[runs.index("dense_static")]["knn"]["dense"]["vector"]
+    dense_run = next(r for r in runs if r.startswith("dense"))
+    vector = clauses[runs.index(dense_run)]["knn"]["dense"]["vector"]
     assert vector == pytest.approx([float(x) for x in one.dense[0]])
+    # the client's knn vector, scored against the exported documents, ranks as the bundle's route does
+    route = build_searchers(bundle.index, bundle.retrieval, bundle.encoder, bundle.bm25, modes=[dense_run])[dense_run]
+    want = route.search({"q": query}, TOP_K)["q"]
+    engine = np.array([s["dense"] for _, s in docs]) @ np.array(vector)
+    got = [ids[j] for j in np.argsort(-engine, kind="stable")[:TOP_K]]
+    assert got[:5] == list(want)[:5] and engine.max() == pytest.approx(max(want.values()), rel=1e-4)

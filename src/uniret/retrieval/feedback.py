@@ -8,7 +8,7 @@ into a better dense query at the cost of a few vector reads, no model and no sec
     q' = normalise(q / |q| + weight * c / |c|),  c = the mean vector of BM25's top `docs` documents
 
 In `hybrid_fast` the BM25 route has already run when the dense route starts (the fusion hands each
-route's hits to the routes that read them: `FEEDBACK_HITS`), so the feedback costs the reads alone;
+route's hits to the routes that read them under `feedback_key`), so the feedback costs the reads alone;
 as a mode of its own it runs its BM25 source first.
 """
 
