@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from dag_args import add_dag_args, dag_context
 
 VARIANTS = {  # name: (feedback source, k, beta)
     "none": (None, 0, 0.0),
@@ -114,10 +115,7 @@ def lexical_feedback_run(queries: list[str], qsparse, impacts, docids: list[str]
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--profile", default="cpu")
-    parser.add_argument("--data", default=None)
-    parser.add_argument("--artifacts", default="artifacts")
+    add_dag_args(parser)
     parser.add_argument("--variants", nargs="*", choices=sorted({**VARIANTS, **LEXICAL}), default=list(VARIANTS))
     parser.add_argument("--baseline", default="none", help="the variant the others are compared with")
     parser.add_argument("--out", required=True)
@@ -132,10 +130,9 @@ def main() -> int:
     from uniret.evaluation.significance import paired_bootstrap
     from uniret.retrieval.bundle import open_bundle
     from uniret.retrieval.corpus_cache import cached_corpus_encoding
-    from uniret.runtime import make_context
     from uniret.stages import index as index_stage
 
-    ctx = make_context(Path(args.params), args.profile, args.data, Path(args.artifacts))
+    ctx = dag_context(args)
     cfg, rcfg, data = (ctx.params.section(s) for s in ("index", "retrieval", "data"))
     bundle = open_bundle(ctx.stage_dir("index") / "bundle")
     manifest = bundle.manifest
@@ -164,7 +161,7 @@ def main() -> int:
         docids = [d.id for d in dataset.iter_corpus()]
         encoded = cached_corpus_encoding(root, key, dataset.corpus_path, docids, missing)
         runs = tuning_runs(queries, docids, encoded, encoder, rcfg, ["dense_static", "lexical_static"], bm25_run,
-                           Path("unused"), None, set_static)
+                           None, None, set_static)
         qids = list(queries)
         qvecs = set_static.encode([queries[q] for q in qids]).dense
         sets.append((set_name, qrels, qids, {m: _cut(r, depth) for m, r in runs.items()}, qvecs,
@@ -173,7 +170,9 @@ def main() -> int:
         logging.info("%s: %d queries, %d documents", set_name, len(qids), len(docids))
 
     per_query: dict[str, dict[str, dict[str, float]]] = {}
-    results = {"bundle": manifest.get("bundle_id") or str(bundle.path), "fast_depth": depth, "variants": {}}
+    # the index stage's bundle of --artifacts, named by its checkpoint (no machine path in the results)
+    results = {"bundle": "<artifacts>/index/bundle", "checkpoint_sha256": manifest["model"].get("checkpoint_sha256"),
+               "fast_depth": depth, "variants": {}}
     for name in args.variants:
         source, k, beta = VARIANTS.get(name, ("bm25", 3, 0.5))  # a LEXICAL variant: E46's dense feedback
         start = time.perf_counter()

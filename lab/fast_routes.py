@@ -23,6 +23,8 @@ import os
 import time
 from pathlib import Path
 
+from dag_args import add_dag_args, dag_context
+
 SETTINGS = {  # name: (fast_bm25, fast_shortlist, compiled kernels[, fast_depth[, fast_runs]])
     "lucene_exact": ("lucene", 0, False),  # hybrid_fast before E43
     "memory_exact": ("memory", 0, False),
@@ -52,10 +54,7 @@ def _with(cfg, bm25: str, shortlist: float, depth: int | None = None, runs: list
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--profile", default="cpu")
-    parser.add_argument("--data", default=None)
-    parser.add_argument("--artifacts", default="artifacts")
+    add_dag_args(parser)
     parser.add_argument("--max-queries", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--settings", nargs="+", choices=sorted(SETTINGS), default=list(SETTINGS))
@@ -74,9 +73,8 @@ def main() -> int:
     from uniret.retrieval.bundle import open_bundle
     from uniret.retrieval.faiss_loader import set_search_threads
     from uniret.retrieval.modes import build_searchers
-    from uniret.runtime import make_context
 
-    ctx = make_context(Path(args.params), args.profile, args.data, Path(args.artifacts))
+    ctx = dag_context(args)
     data = ctx.params.section("data")
     bundle = open_bundle(ctx.stage_dir("index") / "bundle")
     indexes = DatasetIndexes(ctx, bundle)
@@ -132,7 +130,8 @@ def main() -> int:
     summary = {name: latency_summary(v) for name, v in times.items()}
     base = summary["bm25@10"]["p50_ms"]
     result = {
-        "bundle": os.path.relpath(bundle.path), "settings": {n: {"fast_bm25": b, "fast_shortlist": s, "compiled": c, "fast_depth": (d or [bundle.retrieval.fusion.fast_depth])[0],
+        "bundle": "<artifacts>/index/bundle", "checkpoint_sha256": bundle.manifest["model"].get("checkpoint_sha256"),
+        "settings": {n: {"fast_bm25": b, "fast_shortlist": s, "compiled": c, "fast_depth": (d or [bundle.retrieval.fusion.fast_depth])[0],
                          "fast_runs": d[1] if len(d) > 1 else bundle.retrieval.fusion.fast_runs}
                      for n, (b, s, c, *d) in settings.items()},
         "dev_ndcg@10": quality, "latency_queries": len(queries), "rounds": args.rounds,

@@ -19,6 +19,8 @@ import logging
 import time
 from pathlib import Path
 
+from dag_args import add_dag_args, dag_context
+
 VARIANTS = {
     "default": {},
     "no_other_corpora": {"other_corpus_sentences": 0},
@@ -69,10 +71,7 @@ def _memoise_encoders() -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--profile", default="cpu")
-    parser.add_argument("--data", default=None)
-    parser.add_argument("--artifacts", default="artifacts")
+    add_dag_args(parser)
     parser.add_argument("--variants", nargs="*", default=list(VARIANTS))
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
@@ -82,11 +81,10 @@ def main() -> int:
     from uniret.models.factory import load_model
     from uniret.retrieval.bundle import open_bundle
     from uniret.retrieval.corpus_cache import cached_corpus_encoding
-    from uniret.runtime import make_context
     from uniret.stages import index as index_stage
 
     _memoise_encoders()
-    ctx = make_context(Path(args.params), args.profile, args.data, Path(args.artifacts))
+    ctx = dag_context(args)
     cfg = ctx.params.section("index")
     rcfg = ctx.params.section("retrieval")
     data = ctx.params.section("data")

@@ -40,7 +40,7 @@ def tuning_runs(queries: dict[str, str], docids: list[str], encoded, encoder, rc
     runs["bm25"] = {q: dict(ranked(bm25_run.get(q, {}), rcfg.fusion.depth_of("bm25"))) for q in queries}
     if "dense_feedback" in heads:  # fed by the bm25 stage's run, as served hybrid_fast feeds it its BM25 route's
         route = build_searchers(index, rcfg, None, modes=["dense_static"])["dense_static"]
-        feedback = FeedbackDenseSearcher(route, None, lambda rows: index.doc_vectors[rows], rcfg.fusion.feedback_docs,
+        feedback = FeedbackDenseSearcher(route, None, index.doc_vectors, rcfg.fusion.feedback_docs,
                                          rcfg.fusion.feedback_weight)
         batch.extra[feedback_key(None)] = runs["bm25"]
         runs["dense_feedback"] = feedback.search_batch(batch, rcfg.fusion.depth_of("dense_feedback"))

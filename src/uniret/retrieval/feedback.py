@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from uniret.core.runs import Run, ranked
+from uniret.core.runs import Run
 from uniret.retrieval import kernels
 from uniret.retrieval.base import QueryBatch, Searcher
 from uniret.retrieval.encoding import EncodedTexts
@@ -53,17 +53,19 @@ class FeedbackDenseSearcher(Searcher):
     """The static dense route searched with the feedback query of `source`'s (BM25's) top documents."""
 
     def __init__(self, route: StaticRouteSearcher, source: Searcher | None,
-                 vectors_of: Callable[[np.ndarray], np.ndarray], docs: int, weight: float, mode: str = "dense_feedback",
-                 vectors: np.ndarray | None = None):
+                 vectors: np.ndarray | Callable[[np.ndarray], np.ndarray], docs: int, weight: float,
+                 mode: str = "dense_feedback"):
         """`route`: the static dense route (its dense searcher and static encoder); `source`: the
-        searcher whose top `docs` documents give the feedback (None: the caller puts them into each
-        batch under `feedback_key(None)`); `vectors_of(rows)`: the document vectors of those rows;
-        `vectors`: all of them in memory, when they are (the compiled path reads them there)."""
+        searcher whose top `docs` documents give the feedback (None: the caller puts its hits into
+        each batch under `feedback_key(None)`); `vectors`: every document's vector in memory (the
+        compiled path reads them there), or a function giving the vectors of some rows (an engine
+        that holds them)."""
         if docs < 1 or weight < 0:
             raise ValueError(f"dense_feedback needs docs >= 1 and weight >= 0, got {docs} and {weight}")
-        self.route, self.source, self.vectors_of = route, source, vectors_of
+        self.route, self.source = route, source
         self.docs, self.weight, self.mode = docs, weight, mode
-        self.vectors = None if vectors is None else np.ascontiguousarray(vectors, dtype=np.float32)
+        self.vectors = None if callable(vectors) else np.ascontiguousarray(vectors, dtype=np.float32)
+        self.vectors_of = vectors if callable(vectors) else self.vectors.__getitem__
         self.encoder = None
         self.docids = route.docids
         self.has_arrays = route.has_arrays
@@ -74,31 +76,36 @@ class FeedbackDenseSearcher(Searcher):
     def prepare(self, batch: QueryBatch) -> None:
         self.route.prepare(batch)
 
-    def _source_top(self, batch: QueryBatch) -> list[np.ndarray]:
-        """Each query's feedback rows: the source's hits handed over in `batch`, else searched here."""
+    def _source_hits(self, batch: QueryBatch) -> Hits:
+        """Each query's (rows, scores) of the source: handed over in `batch` (arrays, or a Run read
+        from a file), else searched here."""
         hits = batch.extra.get(feedback_key(self.source))
         if hits is None:
             if self.source is None:
                 raise ValueError("dense_feedback: no feedback hits in this batch and no source searcher")
             hits = (self.source.search_arrays(batch, self.docs) if self.source.has_arrays
                     else self.source.search_batch(batch, self.docs))
-        if isinstance(hits, dict):  # a Run: doc ids to rows
-            if self._rows is None:
-                self._rows = {d: i for i, d in enumerate(self.docids)}
-            return [np.asarray([self._rows[d] for d, _ in ranked(hits.get(q, {}), self.docs) if d in self._rows],
-                               dtype=np.int64) for q in batch.ids]
-        return [top_rows(rows, scores, self.docs) for rows, scores in hits]
+        if not isinstance(hits, dict):
+            return hits
+        if self._rows is None:
+            self._rows = {d: i for i, d in enumerate(self.docids)}
+        out = []
+        for qid in batch.ids:
+            known = {d: s for d, s in hits.get(qid, {}).items() if d in self._rows}
+            out.append((np.fromiter((self._rows[d] for d in known), dtype=np.int64, count=len(known)),
+                        np.fromiter(known.values(), dtype=np.float64, count=len(known))))
+        return out
 
     def _feedback_batch(self, batch: QueryBatch) -> QueryBatch:
         static = self.route._static_batch(batch).encoded.dense
-        hits = batch.extra.get(feedback_key(self.source))
-        if kernels.AVAILABLE and self.vectors is not None and isinstance(hits, list):  # one compiled call (E46)
-            dense = np.stack([kernels.feedback_query(q, self.vectors, rows.astype(np.int64), scores.astype(np.float64),
-                                                     self.docs, self.weight) for q, (rows, scores) in zip(static, hits, strict=True)])
+        hits = self._source_hits(batch)
+        if kernels.AVAILABLE and self.vectors is not None:  # one compiled call (E46)
+            dense = [kernels.feedback_query(q, self.vectors, rows.astype(np.int64), scores.astype(np.float64),
+                                            self.docs, self.weight) for q, (rows, scores) in zip(static, hits, strict=True)]
         else:
-            dense = np.stack([feedback_query(q, self.vectors_of, rows, self.weight)
-                              for q, rows in zip(static, self._source_top(batch), strict=True)])
-        return QueryBatch(ids=batch.ids, texts=batch.texts, encoded=EncodedTexts(dense=dense, sparse=None))
+            dense = [feedback_query(q, self.vectors_of, top_rows(rows, scores, self.docs), self.weight)
+                     for q, (rows, scores) in zip(static, hits, strict=True)]
+        return QueryBatch(ids=batch.ids, texts=batch.texts, encoded=EncodedTexts(dense=np.stack(dense), sparse=None))
 
     def search_batch(self, batch: QueryBatch, k: int) -> Run:
         return self.route.inner.search_batch(self._feedback_batch(batch), k)

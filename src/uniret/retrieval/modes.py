@@ -188,10 +188,9 @@ def build_searchers(
 
     def feedback_route(route: StaticRouteSearcher) -> FeedbackDenseSearcher:
         """`route` searched with the feedback query of BM25's top documents (E46)."""
-        vectors_of = ((lambda rows: index.doc_vectors[rows]) if index.doc_vectors is not None
-                      else index.dense.vectors_of)
-        return FeedbackDenseSearcher(route, fast_route("bm25"), vectors_of, cfg.fusion.feedback_docs,
-                                     cfg.fusion.feedback_weight, vectors=index.doc_vectors)
+        vectors = index.doc_vectors if index.doc_vectors is not None else index.dense.vectors_of  # Milvus: by row
+        return FeedbackDenseSearcher(route, fast_route("bm25"), vectors, cfg.fusion.feedback_docs,
+                                     cfg.fusion.feedback_weight)
 
     out: dict[str, Searcher] = {}
     for mode in modes or cfg.modes:
