@@ -27,6 +27,7 @@ COMMAND_MODULES = [
     "uniret.commands.export_cmd",
     "uniret.commands.significance_cmd",
     "uniret.commands.results_cmd",
+    "uniret.commands.gate_study_cmd",
 ]
 
 # stages run by the command of the same name with --stage (`uniret bench --stage`): the command
@@ -96,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from uniret.utils.parent_watch import watch_nightly
+
+    watch_nightly()  # under `uniret nightly`: exit when it is gone (uniret.utils.parent_watch)
     from uniret.core.errors import format_error, is_user_error
 
     try:

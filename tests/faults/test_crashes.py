@@ -85,6 +85,57 @@ def test_kill_9_of_nightly_leaves_no_orphan_and_the_next_run_takes_the_lock_over
     assert f"taking over the lock left by pid {nightly.pid} (no longer running)" in r.stderr, r.stderr
 
 
+# dvc -> `uniret <stage>` again, but the stage is a uniret process: it watches $UNIRET_NIGHTLY_PID as
+# every uniret command does (uniret.cli.main -> uniret.utils.parent_watch.watch_nightly)
+UNIRET_FAMILY = """
+import json, os, subprocess, sys, time
+stage = "from uniret.utils.parent_watch import watch_nightly; import time; watch_nightly(); time.sleep(600)"
+grandchild = subprocess.Popen([sys.executable, "-c", stage])
+open(sys.argv[1], "w").write(json.dumps({"child": os.getpid(), "grandchild": grandchild.pid}))
+time.sleep(600)
+"""
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                continue
+    return out
+
+
+def test_kill_9_of_nightly_and_its_watchdog_together_leaves_no_child(tmp_path, repo_root, shared_data, params_file):
+    """Issue 43: with the watchdog killed too, the kernel kills the DAG command (die_with_parent) and the
+    uniret stage under it exits by itself (watch_nightly): nothing trains on, re-parented to pid 1."""
+    params = params_file()
+    script, pids_file, lock = tmp_path / "family.py", tmp_path / "pids.json", tmp_path / "nightly.lock"
+    script.write_text(UNIRET_FAMILY)
+    nightly = subprocess.Popen([sys.executable, "-m", "uniret", "nightly", "--params", str(params), "--profile", "tiny",
+                                "--data", str(shared_data), "--artifacts", str(tmp_path / "artifacts"), "--lock-file",
+                                str(lock), "--no-report", "--repro", f"{shlex.quote(sys.executable)} {script} {pids_file}"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    pids = {}
+    try:
+        _wait(lambda: pids_file.exists() and pids_file.read_text().endswith("}"), "the DAG command never started")
+        pids = json.loads(pids_file.read_text())
+        watchdogs = [p for p in _children(nightly.pid) if p not in pids.values()]
+        assert len(watchdogs) == 1 and "uniret.ops.watchdog" in Path(f"/proc/{watchdogs[0]}/cmdline").read_text()
+        os.kill(watchdogs[0], signal.SIGKILL)
+        nightly.send_signal(signal.SIGKILL)
+        nightly.wait()
+        _wait(lambda: not any(_alive(p) for p in pids.values()), f"left running: {pids}")
+    finally:
+        for pid in pids.values():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def test_nightly_with_other_artifacts_than_dvc_writes_is_refused(tmp_path, shared_data, params_file, cli):
     params = params_file()
     r = cli("nightly", "--params", str(params), "--profile", "tiny", "--data", str(shared_data),

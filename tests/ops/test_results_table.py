@@ -48,6 +48,12 @@ def artifacts(tmp_path) -> Path:
     for system in MEANS:
         zs = [metrics["datasets"][d][system]["ndcg@10"] for d in DATASETS[1:]]
         metrics["zero_shot_macro"][system] = {"ndcg@10": sum(zs) / len(zs)}
+    novel = [f"q{i}" for i in range(15)]  # the train dataset's test queries that overlap no train query
+    metrics["overlap"] = {"scifact": {"rule": "seen: ...; novel: neither", "novel_queries": novel,
+                                      "counts": {"seen": 25, "novel": 15}, "seen": {}, "novel": {}}}
+    for system in MEANS:
+        rows = json.loads((root / "evaluate" / "per_query" / system / "scifact.json").read_text())
+        metrics["overlap"]["scifact"]["novel"][system] = {"ndcg@10": sum(rows[q]["ndcg@10"] for q in novel) / 15}
     _write(root / "evaluate" / "metrics.json", metrics)
     (root / "evaluate" / "metrics.md").write_text("# Evaluation (test split)\n")
     _write(root / "evaluate" / "manifest.json", {"profile": "cpu", "seconds": 12.0, "params": {
@@ -75,8 +81,17 @@ def test_collect_reads_the_served_mode_and_its_heads_from_the_bundle(artifacts, 
     head = blocks["headline"]
     assert "| **hybrid_fast** (served) |" in head and "| dense_static (head) |" in head and "| bm25 |" in head
     served_vs_bm25 = next(line for line in head.splitlines() if line.startswith("| served − bm25 |"))
-    assert served_vs_bm25.count("..") == len(DATASETS) + 1  # an interval per dataset and the zero-shot macro
-    assert head.index("scifact (in-domain)") < head.index("nfcorpus") < head.index("npl")
+    # an interval per dataset, the zero-shot macro and SciFact's novel queries
+    assert served_vs_bm25.count("..") == len(DATASETS) + 2
+    # the zero-shot figures lead; the in-domain set follows with its novel queries beside it
+    assert (head.index("zero-shot macro") < head.index("nfcorpus") < head.index("npl") < head.index("scifact (in-domain)")
+            < head.index("scifact novel (15)"))
+    assert "25 of its 40 test queries are seen (seen: ...; novel: neither)" in head
+    novel = json.loads((out / "significance" / "bm25_vs_hybrid_fast.json").read_text())["results"]["scifact:novel"]
+    means = json.loads((out / "evaluate" / "metrics.json").read_text())["overlap"]["scifact"]["novel"]
+    assert novel["per_set"]["scifact:novel"]["queries"] == 15
+    assert novel["diff"] == pytest.approx(means["hybrid_fast"]["ndcg@10"] - means["bm25"]["ndcg@10"], abs=1e-5)
+    assert f"| **{means['hybrid_fast']['ndcg@10']:.4f}** |" in head.splitlines()[3]
     assert "no `uniret bench` figures" in head
     assert "hybrid_fast vs hybrid_bm25" in blocks["details"]
 
@@ -111,3 +126,27 @@ def test_write_replaces_only_the_marked_blocks(artifacts, tmp_path):
 def test_a_file_without_the_block_markers_is_named():
     with pytest.raises(DataError, match=r"README.md: no <!-- results:headline -->"):
         fill("no markers here", {"headline": "x"}, ("headline",), Path("README.md"))
+
+
+@pytest.mark.parametrize("broken", ["metrics_empty", "metrics_no_served", "bench_empty", "bench_not_json"])
+def test_render_refuses_result_files_that_would_blank_a_column(artifacts, tmp_path, broken):
+    """Issue 43: an empty or partial metrics.json or bench.json is refused naming the file and field
+    (one message, exit 1), never rendered as a table with blank columns."""
+    from uniret.cli import main
+
+    out = tmp_path / "results"
+    collect(artifacts, out, resamples=50)
+    (out / "bench").mkdir(exist_ok=True)
+    (out / "bench" / "bench.json").write_text(json.dumps({"modes": {"hybrid_fast": {"p50_ms": 1.0, "p95_ms": 2.0,
+                                                                                   "qps": 9.0},
+                                                                    "bm25": {"p50_ms": 1.0, "p95_ms": 2.0, "qps": 9.0}}}))
+    render_blocks(out)  # whole files render
+    target = {"metrics_empty": ("evaluate/metrics.json", "{}", "datasets"),
+              "metrics_no_served": ("evaluate/metrics.json", json.dumps({"datasets": {"scifact": {"bm25": {}}}}),
+                                    "datasets.scifact.hybrid_fast"),
+              "bench_empty": ("bench/bench.json", "{}", "modes.hybrid_fast.p50_ms"),
+              "bench_not_json": ("bench/bench.json", "{", "invalid JSON")}[broken]
+    (out / target[0]).write_text(target[1])
+    with pytest.raises(DataError, match=target[2].replace(".", r"\.")):
+        render_blocks(out)
+    assert main(["results", "render", "--results", str(out)]) == 1

@@ -54,7 +54,8 @@ def test_good_candidate_passes_every_check():
             "index_bytes_per_doc_dense", "index_bytes_per_doc_sparse"} <= names
     out = decision.to_dict()
     assert out["passed"] is True and out["production"] == "v1" and out["candidate"] == "uni"
-    assert set(out["checks"][0]) == {"name", "dataset", "value", "threshold", "passed", "status", "reason"}
+    assert set(out["checks"][0]) == {"name", "dataset", "value", "threshold", "passed", "status", "reason",
+                                     "interval", "rule"}
 
 
 def test_regression_vs_production_is_blocked_naming_dataset_value_and_threshold():

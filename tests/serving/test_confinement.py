@@ -91,3 +91,21 @@ def test_a_published_bundle_changed_after_publication_is_never_served(served, ti
 def test_search_k_of_the_wrong_type_is_refused_not_coerced(served, k):
     status, reply = post_json(*served.addr, "/search", {"query": "cells", "k": k})
     assert status == 422 and "k" in reply["detail"], reply
+
+
+def test_reload_honours_the_expected_version_and_names_no_server_path(served, tiny_bundle):
+    """Issue 43: a body's expected version is checked whatever else it names; 409 and 422 replies name
+    paths relative to the registry; no API docs route answers (they skip the token and load a CDN)."""
+    before = _live(served)
+    status, reply = post_json(*served.addr, "/admin/reload", {"bundle": f"bundles/{before}", "version": "other"},
+                              served.auth)
+    assert status == 409 and f"is version {before!r}, the reload asked for 'other'" in reply["detail"], reply
+    damaged = served.publish_copy(tiny_bundle, "tampered-2")
+    with (damaged / "docids.json").open("a") as fh:
+        fh.write(" ")
+    for body in ({"version": "absent"}, {"bundle": "bundles/tampered-2"}):
+        status, reply = post_json(*served.addr, "/admin/reload", body, served.auth)
+        assert status in (409, 422) and str(served.registry) not in reply["detail"], reply
+    assert _live(served) == before
+    for route in ("/docs", "/redoc", "/openapi.json"):
+        assert get_json(*served.addr, route)[0] == 404, route

@@ -74,8 +74,21 @@ def test_metrics_json_md_and_per_query(tiny_ctx, upstream):
     result = evaluate.run(tiny_ctx)
     out = tiny_ctx.stage_dir("evaluate")
     doc = json.loads((out / "metrics.json").read_text())
-    assert set(doc) == {"datasets", "macro", "zero_shot_macro", "num_queries"}
+    assert set(doc) == {"datasets", "macro", "zero_shot_macro", "num_queries", "overlap"}
     assert {k: v for k, v in result.items() if k != "expected"} == doc
+    # the train dataset's test queries, split by their overlap with its train split, scored apart
+    overlap = doc["overlap"]["scifact"]
+    counts = overlap["counts"]
+    assert counts["seen"] + counts["novel"] == doc["num_queries"]["scifact"] and set(overlap) >= {"seen", "novel"}
+    rows = json.loads((out / "per_query" / "bm25" / "scifact.json").read_text())
+    ds = tiny_ctx.dataset("scifact")
+    from uniret.data.overlap import overlap_split
+
+    split = overlap_split(ds.queries(), ds.qrels("train"), ds.qrels("test"))
+    if split.novel:
+        assert overlap["novel"]["bm25"]["ndcg@10"] == pytest.approx(
+            sum(rows[q]["ndcg@10"] for q in split.novel) / len(split.novel), abs=1e-6)
+    assert list(doc["overlap"]) == ["scifact"]  # the zero-shot sets have no train split here
 
     for name, share in upstream.items():
         bm25 = doc["datasets"][name]["bm25"]
@@ -98,6 +111,7 @@ def test_metrics_json_md_and_per_query(tiny_ctx, upstream):
     nf = doc["datasets"]["nfcorpus"]["bm25"]["ndcg@10"]
     assert f"| nfcorpus | bm25 | {doc['num_queries']['nfcorpus']} | {nf:.4f} |" in table
     assert "| **macro** | bm25 |" in table and "| **zero-shot macro** | bm25 |" in table
+    assert f"| scifact (novel) | bm25 | {counts['novel']} |" in table
 
     manifest = read_manifest(out)
     assert manifest["sources"]["bm25"]["status"] == "ok"

@@ -91,7 +91,10 @@ def test_gate_rescores_production_on_changed_data_as_evaluate_scores_the_candida
         == json.loads(ctx.stage_dir("evaluate").joinpath(*per_query).read_text())
     [check] = [c for c in decision["checks"] if c["name"] == "no_regression"]
     assert check["reason"].endswith("production's scores re-scored on this run's data)")
-    assert check["status"] == "pass" and check["threshold"] == pytest.approx(candidate["ndcg@10"] - 0.01, abs=1e-6)
+    # the same bundle on the same queries: the paired rule sees a difference of exactly 0 on every query
+    assert check["status"] == "pass" and check["rule"] == "paired"
+    assert check["value"] == pytest.approx(0.0, abs=1e-12) and check["interval"] == pytest.approx([0.0, 0.0], abs=1e-12)
+    assert check["threshold"] == pytest.approx(-ctx.params.section("gate").regression_margin)
     assert out["passed"] is True
 
 
@@ -105,7 +108,10 @@ def test_rescore_never_judges_by_the_stale_scores(repo_root, shared_data, tmp_pa
     [check] = [c for c in decision["checks"] if c["status"] == "fail"]
     assert (check["name"], check["dataset"]) == ("no_regression", "scifact")
     assert check["threshold"] == pytest.approx(STALE_NDCG - 0.01)
-    assert check["reason"].endswith("production's scores stored at promotion, measured on other data)")
+    # per-query scores from other data cannot pair with this run's: the point rule decides, and says why
+    assert check["rule"] == "threshold"
+    assert check["reason"].endswith("production's scores stored at promotion, measured on other data); "
+                                    "point rule: production's stored per-query scores were measured on other data")
     assert decision["production_scores"] == ("stored at promotion, measured on other data "
                                              "(scifact: its files changed since production was evaluated)")
     assert not (ctx.stage_dir("gate") / gate_stage.PRODUCTION_METRICS_JSON).exists()

@@ -185,6 +185,11 @@ def run_from_args(args: argparse.Namespace) -> int:
         bundle = default_bundle(params, args.artifacts)
     data_root = resolve_data_root(args.data, params.section("data").root)
     out_dir = check_output_folder(Path(args.out) if args.out else resolve_path(params, cfg.out_dir))
+    from uniret.registry.configured import registry_root
+    from uniret.registry.integrity import verified_bundle
+
+    # a bundle that fails its checksums is not measured (its figures would describe other files)
+    verified_bundle(bundle, Path(args.registry) if args.registry else registry_root(params), "not measured")
     result = run_bench(params, bundle.resolve(), data_root, out_dir,
                        Path(args.checkpoint) if args.checkpoint else None, set(args.skip))
     print(f"bench: {out_dir / 'bench.json'} and bench.md written in {result['seconds']} s")

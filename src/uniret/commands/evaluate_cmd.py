@@ -40,8 +40,8 @@ def resolve_bundle(params, value: str) -> Path:
     from uniret.registry.bundles import bundle_dir
     from uniret.registry.configured import registry_root
     from uniret.registry.errors import RegistryError
-    from uniret.registry.integrity import SUMS, IntegrityError, verify_bundle
-    from uniret.registry.pointer import BUNDLES, read_pointer
+    from uniret.registry.integrity import verified_bundle
+    from uniret.registry.pointer import read_pointer
 
     root = registry_root(params)
     if value == PRODUCTION:
@@ -56,12 +56,7 @@ def resolve_bundle(params, value: str) -> Path:
             path = bundle_dir(root, value)
         except RegistryError as exc:
             raise FileNotFoundError(f"--bundle {value}: not a folder, and {exc}") from exc
-    if (path / SUMS).is_file() or path.resolve().parent == (root / BUNDLES).resolve():
-        try:
-            verify_bundle(path)
-        except IntegrityError as exc:
-            raise IntegrityError(f"{path}: bundle {exc}; not evaluated") from exc
-    return path
+    return verified_bundle(path, root, "not evaluated")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,25 +10,29 @@ from pathlib import Path
 
 
 def _bundle_dir(args: argparse.Namespace, params) -> Path:
-    """--bundle, else the registry's production bundle."""
-    if args.bundle:
-        return Path(args.bundle)
+    """--bundle, else the registry's production bundle; verified against its checksums first (a
+    damaged bundle is never exported under its genuine name)."""
     from uniret.registry.bundles import bundle_dir
     from uniret.registry.configured import registry_root
+    from uniret.registry.integrity import verified_bundle
     from uniret.registry.pointer import read_pointer
 
-    root = registry_root(params, args.registry)
+    root = registry_root(params, getattr(args, "registry", None))
+    if args.bundle:
+        return verified_bundle(args.bundle, root, "not exported")
     pointer = read_pointer(root)
     if pointer is None:
         raise FileNotFoundError(f"{root}: no production bundle; pass --bundle")
-    return bundle_dir(root, pointer["version"])
+    return verified_bundle(bundle_dir(root, pointer["version"]), root, "not exported")
 
 
 def _opensearch(args: argparse.Namespace) -> int:
     from uniret.config import load_params
     from uniret.export.opensearch import export_bundle
+    from uniret.utils.owned import check_output_path
 
     params = load_params(args.params, args.profile)
+    check_output_path(args.out)  # a refused --out costs nothing: before the bundle is verified or read
     texts = None
     if args.corpus:
         from uniret.data.beir import iter_corpus

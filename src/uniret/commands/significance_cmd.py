@@ -18,10 +18,10 @@ def _run(args: argparse.Namespace) -> int:
         render_comparison,
     )
     from uniret.utils.files import atomic_write_json, shown_path
-    from uniret.utils.owned import OWNER_STAMP, check_replaceable
+    from uniret.utils.owned import OWNER_STAMP, check_output_path
 
     if args.out:
-        check_replaceable(args.out)  # refused before the bootstrap runs
+        check_output_path(args.out)  # refused before the bootstrap runs
     evaluated = Path(args.evaluated)
     datasets = [d.strip() for d in args.datasets.split(",") if d.strip()] if args.datasets else datasets_of(evaluated, args.a)
     if not datasets:

@@ -24,7 +24,18 @@ class GateConfig:
     macro_key: Literal["macro", "zero_shot_macro"] = "macro"
     min_score: float = 0.1  # absolute minimum of `metric` on every dataset...
     min_score_per_dataset: dict[str, float] = field(default_factory=lambda: {"scifact": 0.5, "nfcorpus": 0.25})  # ...unless named here
-    max_regression: float = 0.01  # largest drop vs production allowed on any dataset (absolute)
+    # candidate vs production: `paired` blocks when the candidate is worse, with confidence, by more
+    # than a margin (per dataset and pooled; uniret.evaluation.noninferiority), `threshold` when its
+    # point score drops by more than max_regression on any dataset (also the fallback when
+    # per-query scores of either side are missing)
+    regression_rule: Literal["paired", "threshold"] = "paired"
+    max_regression: float = 0.01  # the threshold rule's largest drop on any dataset (absolute)
+    regression_confidence: float = 0.95  # one-sided confidence of the paired rule's upper bound
+    regression_margin: float = 0.005  # per-dataset non-inferiority margin (absolute)...
+    regression_margins: dict[str, float] = field(default_factory=dict)  # ...unless named here
+    regression_pool: Literal["macro", "zero_shot_macro"] = "zero_shot_macro"  # datasets the pooled rule covers
+    pooled_margin: float = 0.005  # the pooled (macro) rule's margin
+    regression_resamples: int = 10000  # bootstrap resamples per paired test (seeded)
     # production's scores to compare with: those stored at its promotion when they were measured on
     # this run's data (same dataset files, split, slice), else re-scored on it (auto); always
     # re-scored; or always the stored ones, whatever data they came from (never)
@@ -39,9 +50,22 @@ class GateConfig:
     max_bytes_per_doc_dense: float | None = 4096.0
     max_bytes_per_doc_sparse: float | None = 16384.0
 
+    def margin(self, dataset: str) -> float:
+        """The paired rule's margin on `dataset`."""
+        return self.regression_margins.get(dataset, self.regression_margin)
+
     def validate(self) -> None:
         if self.max_regression < 0:
             raise ValueError(f"max_regression must be >= 0, got {self.max_regression}")
+        if not 0.5 < self.regression_confidence < 1.0:
+            raise ValueError(f"regression_confidence must be in (0.5, 1), got {self.regression_confidence}")
+        margins = {"regression_margin": self.regression_margin, "pooled_margin": self.pooled_margin,
+                   **{f"regression_margins.{k}": v for k, v in self.regression_margins.items()}}
+        for name, value in margins.items():
+            if value < 0:
+                raise ValueError(f"{name} must be >= 0, got {value}")
+        if self.regression_resamples < 100:
+            raise ValueError(f"regression_resamples must be >= 100, got {self.regression_resamples}")
         if self.max_latency_ratio_bm25 is not None and self.max_latency_ratio_bm25 <= 0:
             raise ValueError(f"max_latency_ratio_bm25 must be positive or null, got {self.max_latency_ratio_bm25}")
         lo, hi = self.min_active_terms_doc, self.max_active_terms_doc

@@ -169,9 +169,15 @@ class EvaluateConfig:
     strict_expected: bool = False  # true: a reference-score miss fails the stage; false: logged
     # run sources to score (names in uniret.evaluation.sources.RUN_SOURCES); null = all registered
     sources: list[str] | None = None
+    # the train dataset's test queries are also scored as seen / novel (uniret.data.overlap): seen =
+    # a judged document shared with a train query, or a train query at word-set Jaccard >= this
+    overlap_jaccard: float = 0.5
 
     def validate(self) -> None:
         from uniret.core.metric_names import parse_metric
+
+        if not 0.0 < self.overlap_jaccard <= 1.0:
+            raise ValueError(f"overlap_jaccard must be in (0, 1], got {self.overlap_jaccard}")
 
         if not self.metrics:
             raise ValueError("metrics must name at least one metric")

@@ -11,6 +11,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from uniret.core.errors import DataError, DataProblem
 from uniret.evaluation.macros import MACRO, ZERO_SHOT_MACRO, zero_shot_datasets
 from uniret.evaluation.outputs import PER_QUERY_DIR
@@ -54,9 +56,11 @@ def macro_groups(datasets: Sequence[str], train_dataset: str) -> dict[str, list[
 
 def compare_evaluated(evaluated: Path, a: str, b: str, metric: str, datasets: Sequence[str],
                       groups: dict[str, Sequence[str]], resamples: int, seed: int,
-                      evaluated_a: Path | None = None) -> dict[str, PairedComparison]:
+                      evaluated_a: Path | None = None,
+                      subsets: dict[str, tuple[str, Sequence[str]]] | None = None) -> dict[str, PairedComparison]:
     """{dataset or group name: B - A}; a group pools its datasets as the macro average does.
-    `evaluated_a`: where A's per_query/ lives when not beside B's (the gate's production scores)."""
+    `evaluated_a`: where A's per_query/ lives when not beside B's (the gate's production scores);
+    `subsets`: {name: (dataset, query ids)} compared on those queries alone (e.g. SciFact's novel claims)."""
     pairs = {}
     for d in datasets:
         a_rows = read_per_query(evaluated_a or evaluated, a, d, metric)
@@ -70,6 +74,12 @@ def compare_evaluated(evaluated: Path, a: str, b: str, metric: str, datasets: Se
     for name, members in groups.items():
         if members:
             out[name] = paired_bootstrap({d: pairs[d] for d in members}, resamples, seed=seed)
+    for name, (dataset, queries) in (subsets or {}).items():
+        if dataset in pairs and queries:
+            order = sorted(read_per_query(evaluated, b, dataset, metric))  # per_query_pairs' order
+            keep = np.isin(order, list(queries))
+            a_values, b_values = pairs[dataset]
+            out[name] = paired_bootstrap({name: (a_values[keep], b_values[keep])}, resamples, seed=seed)
     return out
 
 

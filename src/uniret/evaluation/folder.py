@@ -33,7 +33,7 @@ from uniret.evaluation.sources import Bm25Source, RunSource, collect_runs
 from uniret.evaluation.tables import metrics_table
 from uniret.runtime import MANIFEST, StageContext, read_manifest, stage_output
 from uniret.utils.files import atomic_write_json, make_temp_dir
-from uniret.utils.owned import check_replaceable
+from uniret.utils.owned import check_output_path
 
 log = logging.getLogger("uniret.evaluation")
 
@@ -159,7 +159,8 @@ def evaluate_folder(params: Params, request: FolderRequest) -> dict[str, Any]:
     """Score BM25 (+ the bundle, + the checkpoint) on `request.datasets`; write `request.out`; see module doc."""
     from uniret.retrieval.bundle import read_bundle_manifest
 
-    out = check_replaceable(request.out.resolve())  # a folder uniret did not write is refused before any work
+    # a folder uniret did not write, or one in the data root or a registry, is refused before any work
+    out = check_output_path(request.out.resolve(), data_roots=(request.data_root,))
     for path, what in ((request.bundle, "bundle"), (request.checkpoint, "checkpoint")):
         if path is not None and not path.is_dir():
             raise FileNotFoundError(f"{path}: {what} folder not found")

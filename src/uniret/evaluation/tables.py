@@ -34,6 +34,11 @@ def metrics_table(doc: dict[str, Any], metrics: Sequence[str]) -> str:
         for system, values in doc.get(key, {}).items():
             if values:
                 lines.append(_row([f"**{label}**", system, "", *[_cell(values.get(m)) for m in metrics]]))
+    for dataset, section in (doc.get("overlap") or {}).items():  # uniret.evaluation.overlap_scores
+        for subset in ("novel", "seen"):
+            count = str((section.get("counts") or {}).get(subset, ""))
+            for system, values in (section.get(subset) or {}).items():
+                lines.append(_row([f"{dataset} ({subset})", system, count, *[_cell(values.get(m)) for m in metrics]]))
     return "\n".join(lines) + "\n"
 
 

@@ -44,7 +44,7 @@ from uniret.retrieval.bundle import (
 from uniret.retrieval.encoding import EncodedTexts
 from uniret.retrieval.sparse import quantize
 from uniret.utils.files import atomic_dir
-from uniret.utils.owned import OWNER_STAMP, check_replaceable
+from uniret.utils.owned import OWNER_STAMP, check_output_path
 
 STATIC = Path("static")  # the bundle's static query tables (uniret.retrieval.static_query)
 
@@ -228,7 +228,7 @@ def export_bundle(bundle_dir: str | os.PathLike, out_dir: str | os.PathLike, cfg
     from uniret.retrieval.dense import doc_vectors, load_faiss_index
     from uniret.retrieval.sparse import vocab_tokens
 
-    check_replaceable(out_dir)  # before the bundle is read: a refusal costs nothing
+    check_output_path(out_dir)  # before the bundle is read: a refusal costs nothing
     bundle = Path(bundle_dir)
     manifest = read_bundle_manifest(bundle)
     retrieval = manifest["params"]["retrieval"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from uniret.config.loader import ConfigError
 from uniret.config.pipeline import PipelineConfig
-from uniret.utils.owned import check_replaceable
+from uniret.utils.owned import check_output_path
 
 PIPELINE_SOURCE = Path("pipelines") / "retrain.py"
 COMPILED = Path("pipelines") / "retrain.yaml"
@@ -35,7 +35,7 @@ def compile_pipeline(config: PipelineConfig, package_path: str | os.PathLike,
 
     from uniret.kubeflow.pipeline import build_pipeline
 
-    target = check_replaceable(package_path, header=COMPILED_HEADER)
+    target = check_output_path(package_path, header=COMPILED_HEADER)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=".yaml", dir=target.parent)
     os.close(fd)

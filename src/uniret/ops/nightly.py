@@ -24,6 +24,7 @@ from uniret.stages import run_stage
 from uniret.stages.gate import DECISION_JSON
 from uniret.stages.promote import blocked_summary
 from uniret.utils.locks import HeldLock, LockHeld, file_lock
+from uniret.utils.parent_watch import NIGHTLY_PID_ENV, die_with_parent
 
 log = logging.getLogger("uniret.ops")
 
@@ -59,7 +60,9 @@ class Supervisor:
         argv = shlex.split(command)
         log.info("nightly: $ %s (in %s)", command, cwd)
         try:
-            child = subprocess.Popen(argv, cwd=cwd, env=env, start_new_session=True)
+            # dies with nightly (kernel signal); the uniret stages dvc starts watch NIGHTLY_PID_ENV
+            child = subprocess.Popen(argv, cwd=cwd, env={**env, NIGHTLY_PID_ENV: str(os.getpid())},
+                                     start_new_session=True, preexec_fn=die_with_parent)
         except OSError as exc:
             log.error("nightly: cannot run %r: %s", command, exc)
             return 127  # the shell's "command not found"

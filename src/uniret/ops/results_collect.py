@@ -32,6 +32,7 @@ from uniret.evaluation.compare_systems import (
     render_comparison,
 )
 from uniret.evaluation.outputs import METRICS_JSON, METRICS_MD
+from uniret.evaluation.overlap_scores import novel_subsets
 from uniret.runtime import MANIFEST
 from uniret.utils.files import atomic_write_json, make_temp_dir, replace_dir
 from uniret.utils.owned import OWNER_STAMP
@@ -145,7 +146,8 @@ def collect(artifacts: Path, out: Path, served: str | None = None, demo_seconds:
         (tmp / SIGNIFICANCE_DIR).mkdir()
         groups = macro_groups(datasets, demo["train_dataset"] or "")
         for other in others:
-            results = compare_evaluated(evaluated, other, mode, metric, datasets, groups, resamples, seed)
+            results = compare_evaluated(evaluated, other, mode, metric, datasets, groups, resamples, seed,
+                                        subsets=novel_subsets(metrics))
             stem = tmp / SIGNIFICANCE_DIR / significance_stem(other, mode)
             atomic_write_json(stem.with_suffix(".json"), comparison_doc(other, mode, metric, "artifacts/evaluate", results))
             stem.with_suffix(".md").write_text(render_comparison(results, other, mode, metric), encoding="utf-8")

@@ -24,6 +24,7 @@ from typing import Any
 
 from uniret.core.errors import DataError, DataProblem
 from uniret.core.jsonio import read_json
+from uniret.evaluation.overlap_scores import OVERLAP_KEY, novel_value, subset_key
 from uniret.ops.results_collect import (
     BENCH_FILE,
     BM25,
@@ -62,7 +63,29 @@ def load_results(root: Path) -> Results:
             raise DataError(DataProblem(root / DEMO_FILE, None, key, "missing"))
     significance = {p.stem: read_json(p) for p in sorted((root / SIGNIFICANCE_DIR).glob("*.json"))}
     bench = read_json(root / BENCH_FILE) if (root / BENCH_FILE).is_file() else None
-    return Results(root, demo, read_json(root / EVALUATE_DIR / "metrics.json"), significance, bench)
+    metrics = read_json(root / EVALUATE_DIR / "metrics.json")
+    check_columns(root, demo, metrics, bench)
+    return Results(root, demo, metrics, significance, bench)
+
+
+def check_columns(root: Path, demo: dict[str, Any], metrics: dict[str, Any], bench: dict[str, Any] | None) -> None:
+    """Refuse result files that would render a blank column (DataError naming the file and field):
+    every dataset of demo.json needs the served mode's scores, and bench.json, when present, the
+    served mode's and BM25's latency."""
+    served = demo["served_mode"]
+    path = root / EVALUATE_DIR / "metrics.json"
+    datasets = metrics.get("datasets")
+    if not isinstance(datasets, dict) or not datasets:
+        raise DataError(DataProblem(path, None, "datasets", "missing or empty: nothing to render"))
+    for dataset in demo.get("datasets") or list(datasets):
+        if not isinstance((datasets.get(dataset) or {}).get(served), dict):
+            raise DataError(DataProblem(path, None, f"datasets.{dataset}.{served}", "missing: its column would be blank"))
+    if bench is not None:
+        modes = bench.get("modes")
+        for mode in (served, BM25):
+            if not isinstance(modes, dict) or not isinstance(modes.get(mode), dict) or "p50_ms" not in modes[mode]:
+                raise DataError(DataProblem(root / BENCH_FILE, None, f"modes.{mode}.p50_ms",
+                                            "missing: the latency column would be blank"))
 
 
 def _score(value: float | None) -> str:
@@ -109,9 +132,15 @@ class Tables:
         if self.train in found and self.train not in order:
             self.datasets.insert(0, self.train)
         self.zero_shot = bool(res.metrics.get(ZERO_SHOT))
+        overlap = (res.metrics.get(OVERLAP_KEY) or {}).get(self.train) or {}
+        self.overlap_counts = overlap.get("counts") if overlap.get("novel") else None
+        self.overlap_rule = overlap.get("rule", "")
 
     # -- pieces ---------------------------------------------------------------------------------
     def score(self, system: str, dataset: str | None) -> float | None:
+        """`dataset`: a dataset, "<train>:novel" (its novel test queries) or None (the zero-shot macro)."""
+        if dataset is not None and dataset == self.novel_key:
+            return novel_value(self.res.metrics, self.train, system, self.metric)
         table = self.res.metrics.get(ZERO_SHOT, {}) if dataset is None else self.res.metrics["datasets"][dataset]
         value = (table.get(system) or {}).get(self.metric)
         return float(value) if value is not None else None
@@ -124,14 +153,36 @@ class Tables:
         row = ((self.res.bench or {}).get("modes") or {}).get(mode) or {}
         return _ms(row.get("p50_ms"))
 
+    @property
+    def novel_key(self) -> str | None:
+        return subset_key(self.train) if self.overlap_counts else None
+
     def header(self, first: str, extra: list[str]) -> list[str]:
-        names = [f"{d} (in-domain)" if d == self.train else d for d in self.datasets]
-        cols = [first, *names, *(["zero-shot macro"] if self.zero_shot else []), *extra]
+        def name(key: str | None) -> str:
+            if key is None:
+                return "zero-shot macro"
+            if key == self.novel_key:
+                return f"{self.train} novel ({self.overlap_counts['novel']})"
+            return f"{key} (in-domain)" if key == self.train else key
+
+        cols = [first, *(name(k) for k in self.columns()), *extra]
         align = ["---", *["---:"] * (len(cols) - 1)]
         return ["| " + " | ".join(cols) + " |", "| " + " | ".join(align) + " |"]
 
     def columns(self) -> list[str | None]:
-        return [*self.datasets, *([None] if self.zero_shot else [])]
+        """The zero-shot figures first (macro, then each set), then the in-domain set and its novel queries."""
+        zero_shot = [d for d in self.datasets if d != self.train]
+        in_domain = [d for d in self.datasets if d == self.train]
+        return [*([None] if self.zero_shot else []), *zero_shot, *in_domain,
+                *([self.novel_key] if self.novel_key and in_domain else [])]
+
+    def overlap_caption(self) -> str:
+        c = self.overlap_counts
+        if not c:
+            return ""
+        return (f" {self.train} is in-domain and its official split overlaps train, which a model fitted to "
+                f"train pairs answers partly by lookup: {c['seen']} of its {c['seen'] + c['novel']} test queries "
+                f"are seen ({self.overlap_rule}); \"{self.train} novel\" scores the other {c['novel']}.")
 
     def score_row(self, label: str, system: str, extra: list[str], bold: bool = False) -> str:
         cells = [_score(self.score(system, d)) for d in self.columns()]
@@ -173,8 +224,9 @@ class Tables:
         for other in [BM25, *heads]:
             lines.append(self.interval_row(f"served − {other}", self.comparison(other, self.served), [""]))
         zs = (f"; zero-shot macro: the mean over the datasets other than {self.train}" if self.zero_shot else "")
-        text = (f"Test splits{zs}. \"served − X\": the difference with its 95% interval (paired bootstrap over "
-                f"the test queries, `uniret significance`). {self.run_caption()} {self.bench_caption()}")
+        text = (f"Test splits{zs}.{self.overlap_caption()} \"served − X\": the difference with its 95% interval "
+                f"(paired bootstrap over the test queries, `uniret significance`). {self.run_caption()} "
+                f"{self.bench_caption()}")
         return "\n".join([*lines, "", text])
 
     def details(self) -> str:
@@ -188,7 +240,8 @@ class Tables:
             if doc.get("metric") != self.metric:
                 continue
             results = doc.get("results") or {}
-            loose = [d for d in self.datasets if (results.get(d) or {}).get("share_not_better", 0) >= 0.025]
+            keys = [k for k in self.columns() if k is not None]
+            loose = [d for d in keys if (results.get(d) or {}).get("share_not_better", 0) >= 0.025]
             out.append(self.interval_row(f"{doc['b']} vs {doc['a']}", doc, [", ".join(loose) or "none"]))
         return "\n".join(out + ["", *self.bench_tables()])
 

@@ -14,10 +14,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from uniret.config.gate import GateConfig
+from uniret.evaluation.macros import ZERO_SHOT_MACRO, zero_shot_datasets
+from uniret.evaluation.noninferiority import noninferiority, threshold_worse
 from uniret.registry.bundles import read_manifest
 from uniret.registry.pointer import read_pointer
 
 Status = Literal["pass", "fail", "skipped"]
+QueryScores = dict[str, dict[str, float]]  # dataset -> query -> the gate metric
 
 # Float round-off allowance so that a value exactly at its threshold (e.g. prod - tolerance)
 # is not failed by the last bit of a subtraction.
@@ -45,6 +48,8 @@ class Check:
     threshold: float | None
     status: Status
     reason: str
+    interval: tuple[float, float] | None = None  # the paired rule's interval of candidate - production
+    rule: str | None = None  # which rule decided a regression check: paired, pooled or threshold
 
     @property
     def passed(self) -> bool | None:
@@ -66,6 +71,8 @@ class ProductionRef:
     basis: dict[str, Any] | None = None  # what the stored metrics were measured on (registry.basis)
     kind: ScoresKind = "stored"  # where `metrics` came from: shown in every regression check's reason...
     why: str | None = None  # ...and, in the decision, why (what differs; "unavailable": why it failed)
+    queries: QueryScores | None = None  # its per-query scores on this run's data (the paired rule)
+    no_queries: str = "production's per-query scores are missing"  # why `queries` is None
 
 
 @dataclass
@@ -77,6 +84,8 @@ class GateInputs:
     index_metrics: dict[str, Any] | None = None
     bench: dict[str, Any] | None = None
     absent: dict[str, str] = field(default_factory=dict)  # "index" / "bench" -> reason
+    candidate_queries: QueryScores | None = None  # the candidate's per-query scores (the paired rule)
+    train_dataset: str | None = None  # left out of the zero-shot pool
 
 
 @dataclass
@@ -173,16 +182,64 @@ def quality_checks(cfg: GateConfig, metrics: dict[str, Any]) -> list[Check]:
     return checks
 
 
-def regression_checks(cfg: GateConfig, metrics: dict[str, Any], production: ProductionRef | None) -> list[Check]:
-    """Candidate vs production's metrics (stored at its promotion, or re-scored on this run's data) on
-    every dataset both have; production without comparable metrics fails the check."""
+def _paired_sets(datasets: list[str], cand: QueryScores, prod: QueryScores) -> tuple[dict, str | None]:
+    """{dataset: (production's values, the candidate's)} on the same queries, or why they cannot pair."""
+    sets = {}
+    for ds in datasets:
+        a, b = prod.get(ds), cand.get(ds)
+        if a is None or b is None:
+            return {}, f"{ds}: per-query scores missing for {'production' if a is None else 'the candidate'}"
+        if set(a) != set(b):
+            return {}, f"{ds}: candidate and production were scored on different queries"
+        qids = sorted(a)
+        sets[ds] = ([a[q] for q in qids], [b[q] for q in qids])
+    return sets, None
+
+
+def _paired_check(cfg: GateConfig, name: str, dataset: str | None, sets: dict, margin: float, what: str,
+                  production: ProductionRef) -> Check:
+    test = noninferiority(sets, margin, cfg.regression_confidence, cfg.regression_resamples)
+    verdict = "worse beyond" if test.worse else "not worse beyond"
+    reason = (f"{what}: candidate - production {production.version} {test.interval_text()} "
+              f"({2 * cfg.regression_confidence - 1:.0%} interval, {test.queries} queries): {verdict} margin "
+              f"{margin:g} with {cfg.regression_confidence:.0%} confidence (production's scores "
+              f"{SCORES_TEXT[production.kind]})")
+    return Check(name, dataset, test.diff, -margin, "fail" if test.worse else "pass", reason,
+                 (test.low, test.high), "pooled" if dataset is None else "paired")
+
+
+def _threshold_check(cfg: GateConfig, ds: str, value: float, prod: float, production: ProductionRef,
+                     why: str | None) -> Check:
+    threshold = prod - cfg.max_regression
+    worse = threshold_worse(value - prod, cfg.max_regression)
+    verb = "regressed beyond" if worse else "within"
+    fallback = f"; point rule: {why}" if why else ""
+    return Check("no_regression", ds, value, threshold, "fail" if worse else "pass",
+                 f"{ds}: {cfg.metric} {_fmt(value)} vs production {production.version} {_fmt(prod)}: "
+                 f"{verb} tolerance {cfg.max_regression:g} (threshold {_fmt(threshold)}; "
+                 f"production's scores {SCORES_TEXT[production.kind]}){fallback}", rule="threshold")
+
+
+def regression_checks(cfg: GateConfig, metrics: dict[str, Any], production: ProductionRef | None,
+                      candidate_queries: QueryScores | None = None, train_dataset: str | None = None) -> list[Check]:
+    """Candidate vs production on every dataset both have, and pooled over `regression_pool`.
+
+    The paired rule (gate.regression_rule) compares per-query scores on the same queries and fails
+    a dataset, or the pool, only when the candidate is worse with confidence by more than its margin;
+    without per-query scores on either side each dataset falls back to the threshold rule (a point
+    drop of more than max_regression). Production without comparable metrics fails the check."""
     if production is None:
         return [_skip("no_regression", None, "cold start: no production bundle")]
     if production.kind == "unavailable":
         return [Check("no_regression", None, None, None, "fail", production.why or SCORES_TEXT["unavailable"])]
-    checks: list[Check] = []
     m = cfg.metric
     prod_sets = production.metrics.get("datasets") or {}
+    paired = cfg.regression_rule == "paired"
+    fallback = None
+    if paired and (candidate_queries is None or production.queries is None):
+        fallback = "the candidate's per-query scores are missing" if candidate_queries is None else production.no_queries
+    checks: list[Check] = []
+    compared: list[str] = []
     for ds, systems in sorted((metrics.get("datasets") or {}).items()):
         value = _metric(systems, cfg.candidate_system, m)
         prod = _metric(prod_sets.get(ds) or {}, production.system, m)
@@ -192,14 +249,29 @@ def regression_checks(cfg: GateConfig, metrics: dict[str, Any], production: Prod
             checks.append(_skip("no_regression", ds,
                                 f"{ds}: production {production.version} has no {m} for {production.system!r}"))
             continue
-        threshold = prod - cfg.max_regression
-        ok = value + EPS >= threshold
-        verb = "within" if ok else "regressed beyond"
-        checks.append(_check("no_regression", ds, value, threshold, ok,
-                             f"{ds}: {m} {_fmt(value)} vs production {production.version} {_fmt(prod)}: "
-                             f"{verb} tolerance {cfg.max_regression:g} (threshold {_fmt(threshold)}; "
-                             f"production's scores {SCORES_TEXT[production.kind]})"))
+        sets, why = ({}, fallback) if not paired or fallback else _paired_sets([ds], candidate_queries, production.queries)
+        if sets:
+            compared.append(ds)
+            checks.append(_paired_check(cfg, "no_regression", ds, sets, cfg.margin(ds), f"{ds}: {m}", production))
+        else:
+            checks.append(_threshold_check(cfg, ds, value, prod, production, why if paired else None))
+    if paired and not fallback:  # without per-query scores the point rule decides, as it always did
+        checks.append(_pooled_check(cfg, compared, candidate_queries, production, train_dataset))
     return checks
+
+
+def _pooled_check(cfg: GateConfig, compared: list[str], cand: QueryScores, production: ProductionRef,
+                  train_dataset: str | None) -> Check:
+    """The paired rule over the pool's datasets together (their macro): evidence too weak on each set
+    alone can still add up to a loss."""
+    pool = (zero_shot_datasets(compared, train_dataset or "") if cfg.regression_pool == ZERO_SHOT_MACRO
+            else list(compared))
+    label = cfg.regression_pool.replace("_", "-")
+    if not pool:
+        return _skip("no_regression_pooled", None, f"{label}: no dataset of the pool was compared pairwise")
+    sets, _ = _paired_sets(pool, cand, production.queries)  # each pool member paired above
+    return _paired_check(cfg, "no_regression_pooled", None, sets, cfg.pooled_margin,
+                         f"{label} {cfg.metric} over {', '.join(pool)}", production)
 
 
 def _bounded(name: str, value: float | None, bound: float | None, upper: bool, what: str,
@@ -317,7 +389,8 @@ def budget_checks(cfg: GateConfig, inputs: GateInputs) -> list[Check]:
 def decide(cfg: GateConfig, inputs: GateInputs) -> Decision:
     """Apply every rule of `cfg` to `inputs`; cold start (no production) skips the regression rule."""
     checks = quality_checks(cfg, inputs.metrics)
-    checks += regression_checks(cfg, inputs.metrics, inputs.production)
+    checks += regression_checks(cfg, inputs.metrics, inputs.production, inputs.candidate_queries,
+                                inputs.train_dataset)
     checks += sparsity_checks(cfg, inputs.index_metrics, inputs.absent.get("index"))
     checks += budget_checks(cfg, inputs)
     prod = inputs.production
@@ -343,11 +416,14 @@ def decision_markdown(decision: Decision) -> str:
     lines.append("")
     if decision.failures:
         lines += ["## Why blocked", ""] + [f"- {r}" for r in decision.reasons()] + [""]
-    lines += ["## Checks", "", "| check | dataset | value | threshold | status | reason |", "|---|---|---|---|---|---|"]
+    lines += ["## Checks", "", "| check | dataset | rule | value | interval | threshold | status | reason |",
+              "|---|---|---|---|---|---|---|---|"]
     for c in decision.checks:
         value = "" if c.value is None else f"{c.value:.4g}"
         threshold = "" if c.threshold is None else f"{c.threshold:.4g}"
-        lines.append(f"| {c.name} | {c.dataset or ''} | {value} | {threshold} | {c.status} | {c.reason} |")
+        interval = "" if c.interval is None else f"[{c.interval[0]:+.4f}, {c.interval[1]:+.4f}]"
+        lines.append(f"| {c.name} | {c.dataset or ''} | {c.rule or ''} | {value} | {interval} | {threshold} "
+                     f"| {c.status} | {c.reason} |")
     return "\n".join(lines) + "\n"
 
 

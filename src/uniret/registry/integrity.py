@@ -121,3 +121,19 @@ def require_sound_entries(root: str | Path, entries: Sequence[Any], action: str,
     problems = [p for p in (entry_problem(e, status) for e in entries) if p] + list(failed.values())
     if problems:
         raise RegistryError(f"{root / POINTER}: refusing to {action}: {'; '.join(problems)}; nothing was changed ({hint})")
+
+
+def verified_bundle(bundle: str | Path, registry: str | Path | None, action: str) -> Path:
+    """`bundle`, verified against its checksums when it has them or lies in `registry`'s bundles/:
+    what every command that publishes or measures a bundle calls first (export, bench, evaluate
+    --bundle), as serving and rollback do. IntegrityError names the bundle, its bad files and
+    `action` ("not exported") when it fails; a bundle without checksums outside a registry (the index
+    stage's own output) is taken as it is."""
+    bundle = Path(bundle)
+    in_registry = registry is not None and bundle.resolve().parent == (Path(registry) / "bundles").resolve()
+    if (bundle / SUMS).is_file() or in_registry:
+        try:
+            verify_bundle(bundle)
+        except IntegrityError as exc:
+            raise IntegrityError(f"{bundle}: bundle {exc}; {action}") from exc
+    return bundle

@@ -18,7 +18,7 @@ from uniret.core.errors import StageFailed
 from uniret.runtime.context import MANIFEST, StageContext
 from uniret.utils.files import atomic_write_json, hash_path, make_temp_dir, replace_dir
 from uniret.utils.locks import pid_alive
-from uniret.utils.owned import OWNER_STAMP, check_replaceable
+from uniret.utils.owned import OWNER_STAMP, check_output_path
 
 log = logging.getLogger("uniret")
 
@@ -105,7 +105,7 @@ def stage_output(
     check_outputs_outside_inputs(stage, [ctx.stage_dir(stage)], inputs or {})
     ctx.artifacts.mkdir(parents=True, exist_ok=True)
     clean_stale(ctx.artifacts, stage)
-    check_replaceable(ctx.stage_dir(stage))
+    check_output_path(ctx.stage_dir(stage), data_roots=(ctx.data_root,))
     tmp = make_temp_dir(ctx.artifacts, f".{stage}.tmp-{os.getpid()}-")
     manifest: dict[str, Any] = {
         **OWNER_STAMP,

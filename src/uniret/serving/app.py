@@ -187,8 +187,9 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
         if engine is not None:
             engine.close()
 
+    # no /docs, /redoc or /openapi.json: they answer without the admin token and load assets from a CDN
     app = FastAPI(title="uniret", description="Hybrid (learned-sparse + dense) first-stage retrieval",
-                  lifespan=lifespan)
+                  lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.serving = state
     app.state.metrics = metrics
     app.add_middleware(BodySizeLimit, limit=cfg.max_body_bytes)
@@ -271,12 +272,12 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
             path, version = source.resolve(body.bundle, body.version)
         except SourceError as exc:
             metrics.reloads.labels(result="failed").inc()
-            raise HTTPException(409, f"{exc}; still serving {serving}") from exc
+            raise HTTPException(409, source.relative_text(f"{exc}; still serving {serving}")) from exc
         loop = asyncio.get_running_loop()
         try:
             new, old = await loop.run_in_executor(admin_pool, reload, path, version)
         except BundleLoadError as exc:
-            raise HTTPException(422, f"reload failed, still serving {serving}: {exc}") from exc
+            raise HTTPException(422, source.relative_text(f"reload failed, still serving {serving}: {exc}")) from exc
         return ReloadResponse(status="reloaded", previous=old.version if old else None, bundle=bundle_info(new, source.display),
                               took_ms=round((time.perf_counter() - start) * 1000.0, 1))
 

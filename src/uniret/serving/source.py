@@ -23,6 +23,9 @@ class SourceError(RuntimeError):
     """The bundle to load cannot be determined (no production pointer, version mismatch, ...)."""
 
 
+POINTER_NAME = "production.json"  # uniret.registry.layout.POINTER, as an admin reply names it
+
+
 def _refused(requested: object) -> SourceError:
     # one text for every refusal (outside the registry, unpublished, absent): it must not tell a
     # caller whether some path exists on the server
@@ -95,6 +98,12 @@ class BundleSource:
 
     def resolve(self, requested: str | None = None, expected_version: str | None = None) -> tuple[Path, str]:
         """(bundle folder, version) to load: `requested` when given, else the pointer or the fixed folder."""
+        path, version, what = self._resolve(requested)
+        if expected_version and expected_version != version:  # the caller's word on what it expects to load
+            raise SourceError(f"{what} is version {version!r}, the reload asked for {expected_version!r}")
+        return path, version
+
+    def _resolve(self, requested: str | None) -> tuple[Path, str, str]:
         if requested:
             if self.registry_root is None:
                 # a fixed-bundle server reopens its own folder only
@@ -102,20 +111,23 @@ class BundleSource:
                 path = Path(requested).expanduser()
                 if (path if path.is_absolute() else Path.cwd() / path).resolve() != fixed:
                     raise _refused(requested)
-                return fixed, bundle_version(fixed)
+                return fixed, bundle_version(fixed), "the served folder"
             path = published_path(self.registry_root, requested)
-            return path, bundle_version(path)
+            return path, bundle_version(path), "the requested bundle"
         if self.registry_root is not None:
             found = self.production()
             if found is None:
-                raise SourceError(f"{self.registry_root / 'production.json'}: no production bundle promoted yet")
-            path, version = found
-            if expected_version and expected_version != version:
-                raise SourceError(
-                    f"production.json names version {version!r}, the reload asked for {expected_version!r}"
-                )
-            return path, version
-        return self.bundle, bundle_version(self.bundle)
+                raise SourceError(f"{POINTER_NAME}: no production bundle promoted yet")
+            return found[0], found[1], f"the bundle {POINTER_NAME} names"
+        return self.bundle, bundle_version(self.bundle), "the served folder"
+
+    def relative_text(self, text: str) -> str:
+        """`text` with the server's registry (or bundle) folder left out: an admin reply names paths
+        relative to the registry, never where the server keeps it."""
+        base = self.registry_root if self.registry_root is not None else self.bundle.parent
+        for root in {str(base.resolve()), str(base)}:
+            text = text.replace(root.rstrip("/") + "/", "")
+        return text
 
     def display(self, path: Path) -> str:
         """How /readyz and /metrics name a bundle folder: relative to the registry, never absolute."""

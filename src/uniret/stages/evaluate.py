@@ -3,7 +3,8 @@
 Reads the validated eval datasets (their `data.eval_split` qrels) and the runs of every
 registered run source (uniret.evaluation.sources), then writes under artifacts/evaluate/:
   metrics.json   {"datasets": {dataset: {system: {metric: v}}}, "macro": {system: {...}},
-                  "zero_shot_macro": {system: {...}}, "num_queries": {dataset: n}}  (DVC metrics)
+                  "zero_shot_macro": {system: {...}}, "num_queries": {dataset: n},
+                  "overlap": {train dataset: its seen / novel test queries' scores}}  (DVC metrics)
   metrics.md     the same as a markdown table
   per_query/<system>/<dataset>.json   {query: {metric: v}}
   runs/<system>/<dataset>.trec        for sources whose runs are not kept upstream
@@ -20,6 +21,7 @@ from uniret.config import ConfigError
 from uniret.core.errors import StageFailed
 from uniret.evaluation.expected import compare, load_expected, not_applicable
 from uniret.evaluation.outputs import write_evaluation
+from uniret.evaluation.overlap_scores import OVERLAP_KEY, dataset_split, overlap_section
 from uniret.evaluation.scoring import score_systems
 from uniret.evaluation.sources import RUN_SOURCES, RunSource, collect_runs, load_source
 from uniret.evaluation.tables import metrics_table
@@ -74,6 +76,21 @@ def _log_results(split: str, table: str, references: dict[str, Any]) -> None:
             log.info("expected-score file skipped: %s", reason)
 
 
+def overlap_sections(ctx: StageContext, per_query: dict[str, Any]) -> dict[str, Any]:
+    """The train dataset's test queries scored as seen and novel (uniret.data.overlap); {} when it
+    is not evaluated or has no train split."""
+    data_cfg, cfg = ctx.params.section("data"), ctx.params.section(STAGE)
+    name = data_cfg.train_dataset
+    if name not in data_cfg.eval_datasets:
+        return {}
+    split = dataset_split(ctx.dataset(name), data_cfg.train_split, data_cfg.eval_split, cfg.overlap_jaccard)
+    if split is None:
+        return {}
+    log.info("%s %s split vs %s: %d seen, %d novel queries", name, data_cfg.eval_split, data_cfg.train_split,
+             len(split.seen), len(split.novel))
+    return {name: overlap_section(split, per_query, name, cfg.metrics)}
+
+
 def run(ctx: StageContext) -> dict[str, Any]:
     """Score every system of every registered run source on data.eval_datasets; see module doc."""
     data_cfg = ctx.params.section("data")
@@ -99,6 +116,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
             scores = score_systems(qrels, runs, cfg.metrics, cfg.ignore_identical_ids, data_cfg.train_dataset)
         except ValueError as exc:  # a source clash or a system missing a dataset: a broken upstream
             raise StageFailed(f"evaluate: {exc}") from exc
+        scores.doc[OVERLAP_KEY] = overlap_sections(ctx, scores.per_query)
         references = check_references(ctx, scores.doc)
         table = metrics_table(scores.doc, cfg.metrics)
         _log_results(data_cfg.eval_split, table, references)

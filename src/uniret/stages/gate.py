@@ -19,12 +19,15 @@ from typing import TYPE_CHECKING, Any
 from uniret.bench.report import JSON_FILE as BENCH_JSON
 from uniret.config.gate import GateConfig
 from uniret.core.jsonio import read_json, read_optional_json
+from uniret.evaluation.compare_systems import read_per_query
 from uniret.evaluation.outputs import PER_QUERY_DIR
 from uniret.registry.basis import basis_differences, evaluation_basis
+from uniret.registry.bundles import EVALUATION_DIR
 from uniret.registry.configured import registry_root
 from uniret.registry.gate import (
     GateInputs,
     ProductionRef,
+    QueryScores,
     decide,
     decision_markdown,
     production_ref,
@@ -48,6 +51,15 @@ INDEX_BUNDLE = "bundle"  # the index stage's bundle folder
 BENCH_STAGE = "bench"  # its bench.json: latency and sizes of the candidate bundle
 
 
+def per_query_scores(evaluated: Path, system: str, datasets: list[str], metric: str) -> tuple[QueryScores | None, str]:
+    """{dataset: {query: metric}} of `system` from a folder holding per_query/ (None and why when a
+    file is missing or unreadable: the gate then falls back to the point rule, as before per-query scores)."""
+    try:
+        return {d: read_per_query(evaluated, system, d, metric) for d in datasets}, ""
+    except (OSError, ValueError) as exc:  # DataError is a ValueError
+        return None, f"per-query scores unreadable: {exc}"
+
+
 def gather_inputs(ctx: StageContext, cfg: GateConfig) -> tuple[GateInputs, dict[str, Path]]:
     """Read every input of the gate; absent optional files become skip reasons."""
     metrics_path = ctx.require("evaluate") / METRICS_JSON
@@ -59,12 +71,21 @@ def gather_inputs(ctx: StageContext, cfg: GateConfig) -> tuple[GateInputs, dict[
     bench, bench_absent = read_optional_json(bench_path, "bench stage results")
     absent = {k: v for k, v in (("index", index_absent), ("bench", bench_absent)) if v}
     root = registry_root(ctx.params)
+    metrics = read_json(metrics_path)
+    candidate_queries = None
+    if cfg.regression_rule == "paired":
+        candidate_queries, why = per_query_scores(metrics_path.parent, cfg.candidate_system,
+                                                  sorted(metrics.get("datasets") or {}), cfg.metric)
+        if candidate_queries is None:
+            log.warning("gate: the candidate's %s", why)
     inputs = GateInputs(
-        metrics=read_json(metrics_path),
+        metrics=metrics,
         production=production_ref(root, cfg),
         index_metrics=None if index is None else (index.get("metrics") or {}),
         bench=bench,
         absent=absent,
+        candidate_queries=candidate_queries,
+        train_dataset=ctx.params.section("data").train_dataset,
     )
     files = {"metrics": metrics_path, "index_manifest": index_manifest, "bench": bench_path,
              "production_pointer": root / POINTER}
@@ -81,7 +102,13 @@ def judged_production(ctx: StageContext, cfg: GateConfig,
     differences = basis_differences(stored.basis, evaluation_basis(ctx.params, validate if validate.is_dir() else None))
     why = "; ".join(differences) or None
     if cfg.rescore_production == "never" or (cfg.rescore_production == "auto" and not differences):
-        return dataclasses.replace(stored, kind="stored_other_data" if differences else "stored", why=why), None
+        kind = "stored_other_data" if differences else "stored"
+        queries, no_queries = None, "production's stored per-query scores were measured on other data"
+        if kind == "stored" and stored.bundle is not None:
+            datasets = sorted(stored.metrics.get("datasets") or {})
+            queries, no_queries = per_query_scores(stored.bundle / EVALUATION_DIR, stored.system, datasets, cfg.metric)
+            no_queries = f"production {stored.version}'s {no_queries}" if queries is None else ""
+        return dataclasses.replace(stored, kind=kind, why=why, queries=queries, no_queries=no_queries), None
     why = why or "gate.rescore_production is always"
     log.info("re-scoring production %s (%s) on this run's data: %s", stored.version, stored.system, why)
     from uniret.evaluation.rescore import score_bundle_mode  # torch, onnxruntime: only when re-scoring
@@ -93,7 +120,9 @@ def judged_production(ctx: StageContext, cfg: GateConfig,
         failure = (f"production {stored.version} could not be re-scored on this run's data ({why}): "
                    f"{type(exc).__name__}: {exc}")
         return dataclasses.replace(stored, kind="unavailable", why=failure), None
-    return dataclasses.replace(stored, metrics=scores.doc, kind="rescored", why=why), scores
+    queries = {d: {q: float(v[cfg.metric]) for q, v in rows.items()}
+               for d, rows in scores.per_query[stored.system].items()}
+    return dataclasses.replace(stored, metrics=scores.doc, kind="rescored", why=why, queries=queries), scores
 
 
 def run(ctx: StageContext) -> dict[str, Any]:

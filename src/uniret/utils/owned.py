@@ -14,6 +14,12 @@ a rename (`files.replace_dir`, `files.atomic_dir`) or deletes from the registry 
 - anything else is refused with NotOwnedError, one line naming the path and what to do. `force`
   lifts the refusal only where a user expects a --force flag (`data fetch --force`).
 
+Whatever it holds, a path inside a model registry (a folder holding `production.json`, its
+`bundles/` or `.registry.lock`: a published bundle is uniret's but never an output path) or inside
+a data root the command reads (`data_roots`) is refused by `check_output_path`, which every command
+that takes an output path calls before it starts work; `force` does not lift that refusal. The
+registry writes its own bundles by rename, not through these checks.
+
 Temp folders uniret names itself (`.<stage>.tmp-<pid>-*`, `.<stage>.old-<pid>`, `.pruned-*`) are
 removed by that name alone, by the code that made them (runtime.outputs.clean_stale,
 registry.retention). A typo such as `--out .` or `--out ~` is thus refused instead of deleting a
@@ -34,8 +40,17 @@ SELF_NAMING_KEYS = ("stage", "version")  # manifests of earlier versions name th
 JSON_SNIFF_BYTES = 1 << 20  # a stamped JSON file is read whole only up to this size
 
 
+# a model registry's root holds its pointer, or its bundles folder and lock file (uniret.registry.layout
+# and pointer, named here so that this helper layer needs no import of the registry)
+REGISTRY_MARKERS = ("production.json", "bundles", ".registry.lock")
+
+
 class NotOwnedError(FileExistsError):
     """An output path exists and holds something uniret did not write: it is left as it is."""
+
+
+class ProtectedPathError(NotOwnedError):
+    """An output path lies inside a model registry or a data root: uniret never writes there."""
 
 
 def _json_object(path: Path) -> dict | None:
@@ -99,9 +114,41 @@ def check_output_folder(path: str | os.PathLike) -> Path:
     """`path` as a folder uniret writes named files into, keeping whatever else it holds (`bench
     --out`, `data fetch --dest`); NotOwnedError when something other than a folder stands there."""
     path = Path(path)
+    registry = registry_holding(path)
+    if registry is not None:
+        raise ProtectedPathError(f"{path}: refusing to write inside the model registry {registry}; choose an "
+                                 "output folder outside it")
     if os.path.lexists(path) and not path.is_dir():
         raise NotOwnedError(
             f"{path}: not a folder: uniret writes its files into a folder here and replaces nothing it did not "
             "write; choose another output path"
         )
     return path
+
+
+def registry_holding(path: str | os.PathLike) -> Path | None:
+    """The model registry `path` lies in (or is), found by its markers on the way up; None if none."""
+    resolved = Path(os.path.abspath(path))
+    pointer, bundles, lock = REGISTRY_MARKERS
+    for folder in (resolved, *resolved.parents):
+        if (folder / pointer).is_file() or ((folder / bundles).is_dir() and os.path.lexists(folder / lock)):
+            return folder
+    return None
+
+
+def check_output_path(path: str | os.PathLike, *, data_roots: tuple[str | os.PathLike, ...] = (),
+                      header: bytes | None = None, force: bool = False, force_flag: str | None = None) -> Path:
+    """`check_replaceable`, and first the refusal of any path inside a registry or a data root (module
+    doc): call it before any work, so a refusal costs nothing."""
+    path = Path(path)
+    resolved = Path(os.path.realpath(path))
+    for root in data_roots:
+        real_root = Path(os.path.realpath(root))
+        if resolved == real_root or real_root in resolved.parents:
+            raise ProtectedPathError(f"{path}: refusing to write inside the data root {root}: uniret only reads "
+                                     "there; choose an output path outside it")
+    registry = registry_holding(resolved)
+    if registry is not None:
+        raise ProtectedPathError(f"{path}: refusing to write inside the model registry {registry}: its bundles "
+                                 "change only by promote, rollback and prune; choose an output path outside it")
+    return check_replaceable(path, header=header, force=force, force_flag=force_flag)

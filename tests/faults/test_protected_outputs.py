@@ -1,0 +1,94 @@
+"""No output path may replace a registry bundle or write into a data root (issue 43): each command that
+writes refuses such a path in one line, exit 1, before any work, and the registry and data survive
+byte for byte (uniret.utils.owned.check_output_path)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from uniret.cli import main
+from uniret.utils.owned import OWNER_STAMP, ProtectedPathError, check_output_path, registry_holding
+
+
+def _registry(root):
+    """A registry as promote leaves it: the pointer, one stamped bundle (uniret's own: replaceable by the
+    old rule), the lock file."""
+    bundle = root / "bundles" / "v1"
+    bundle.mkdir(parents=True)
+    (bundle / "manifest.json").write_text(json.dumps({**OWNER_STAMP, "version": "v1"}))
+    (bundle / "dense.faiss").write_bytes(b"\x00" * 64)
+    (root / "production.json").write_text(json.dumps({"version": "v1", "bundle": "bundles/v1"}))
+    (root / ".registry.lock").touch()
+    return root
+
+
+def _one_error_line(err: str, command: str) -> str:
+    lines = [line for line in err.splitlines() if line.startswith(f"uniret {command}: error:")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_the_rule_finds_a_registry_above_any_path_in_it(tmp_path):
+    registry = _registry(tmp_path / "registry")
+    for inside in (registry, registry / "bundles", registry / "bundles" / "v1", registry / "bundles" / "v1" / "new"):
+        assert registry_holding(inside) == registry
+        with pytest.raises(ProtectedPathError, match="inside the model registry"):
+            check_output_path(inside)
+    assert registry_holding(tmp_path / "artifacts") is None
+    with pytest.raises(ProtectedPathError, match="inside the data root"):
+        check_output_path(tmp_path / "data" / "validate", data_roots=(tmp_path / "data",))
+    assert check_output_path(tmp_path / "elsewhere", data_roots=(tmp_path / "data",)) == tmp_path / "elsewhere"
+
+
+def test_evaluate_and_export_refuse_a_bundle_of_the_registry(tmp_path, repo_root, small_data, capsys, snapshot):
+    registry = _registry(tmp_path / "registry")
+    before = snapshot(registry)
+    bundle = registry / "bundles" / "v1"
+    commands = {
+        "evaluate": ["evaluate", "--params", str(repo_root / "params.yaml"), "--profile", "tiny", "--data",
+                     str(small_data), "--datasets", "scifact", "--out", str(bundle)],
+        "export": ["export", "opensearch", "--params", str(repo_root / "params.yaml"), "--bundle", str(bundle),
+                   "--out", str(bundle)],
+        "significance": ["significance", "bm25", "uni", "--params", str(repo_root / "params.yaml"), "--evaluated",
+                         str(tmp_path), "--out", str(bundle / "x.json")],
+        "bench": ["bench", "--params", str(repo_root / "params.yaml"), "--bundle", str(bundle), "--out", str(bundle)],
+    }
+    for command, args in commands.items():
+        assert main(args) == 1, command
+        line = _one_error_line(capsys.readouterr().err, command)
+        assert f"refusing to write inside the model registry {registry}" in line, line
+    assert snapshot(registry) == before
+
+
+def test_a_stage_refuses_artifacts_in_the_data_root_before_any_work(tmp_path, repo_root, small_data, capsys,
+                                                                    snapshot):
+    before = snapshot(small_data)
+    for artifacts in (small_data, small_data / "scifact"):
+        rc = main(["validate", "--params", str(repo_root / "params.yaml"), "--profile", "tiny", "--data",
+                   str(small_data), "--artifacts", str(artifacts)])
+        assert rc == 1
+        line = _one_error_line(capsys.readouterr().err, "validate")
+        assert f"refusing to write inside the data root {small_data}" in line, line
+    assert snapshot(small_data) == before  # nothing written: the check ran before the validation
+
+
+def test_a_damaged_bundle_is_neither_exported_nor_measured(tmp_path, repo_root, capsys):
+    from uniret.registry.integrity import write_checksums
+
+    registry = _registry(tmp_path / "registry")
+    bundle = registry / "bundles" / "v1"
+    write_checksums(bundle)
+    (bundle / "dense.faiss").write_bytes(b"\x01" * 64)  # damaged after publication
+    params = ["--params", str(repo_root / "params.yaml")]
+    commands = {
+        "export opensearch": ["export", "opensearch", *params, "--registry", str(registry), "--out", str(tmp_path / "os")],
+        "export milvus": ["export", "milvus", *params, "--registry", str(registry), "--uri", str(tmp_path / "m.db")],
+        "bench": ["bench", *params, "--registry", str(registry), "--out", str(tmp_path / "bench")],
+    }
+    for name, args in commands.items():
+        assert main(args) == 1, name
+        line = _one_error_line(capsys.readouterr().err, name.split()[0])
+        assert "v1: failed verification (changed: dense.faiss)" in line and "not " in line, line
+    assert not (tmp_path / "os").exists() and not (tmp_path / "m.db").exists()
