@@ -149,6 +149,9 @@ def tiny_bundle(tmp_path_factory, shared_data) -> Path:
     base = make_context(REPO / "params.yaml", "tiny", str(shared_data), tmp_path_factory.mktemp("bundle") / "artifacts")
     raw = copy.deepcopy(base.params.raw)
     raw["data"]["eval_datasets"] = ["scifact"]
+    # the graphs the product ships (the dynamo exporter): every test reading this bundle serves, quantizes
+    # and exports those; the tiny profile's own runs export with the legacy one for time (E49)
+    raw["index"]["profiles"]["tiny"]["export"]["dynamo"] = True
     ctx = StageContext(Params(raw=raw, profile="tiny", path=base.params.path), base.data_root, base.artifacts)
     data = ctx.params.section("data")
     write_slice(BeirDataset(shared_data / "scifact", "scifact"), ctx.stage_dir("validate") / VALIDATED_DATA / "scifact",
@@ -188,3 +191,48 @@ def dvc_project(shared_data):
         return repo
 
     return make
+
+
+TINY_DAG_DATASETS = ["scifact"]  # the whole-DAG runs evaluate SciFact only, to keep each within minutes
+
+
+@pytest.fixture(scope="session")
+def tiny_dag_params(repo_root, shared_data):
+    """() -> the repo's params.yaml as the whole-DAG tests run it (the shared data, SciFact only), a fresh copy."""
+    import yaml
+
+    def make() -> dict:
+        params = yaml.safe_load((repo_root / "params.yaml").read_text())
+        params["data"]["root"] = str(shared_data)
+        params["data"]["eval_datasets"] = list(TINY_DAG_DATASETS)
+        params["evaluate"]["expected_scores"] = [str(repo_root / p) for p in params["evaluate"]["expected_scores"]]
+        return params
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def tiny_dag_by_dvc(tmp_path_factory, repo_root, tiny_dag_params) -> tuple[Path, str]:
+    """`dvc repro evaluate` in a temp git repo (a copy of dvc.yaml, src/, the tiny_dag_params): the whole
+    tiny DAG up to evaluate under DVC, run once per session. (repo, dvc's output). The e2e test compares
+    its scores with its kfp.local run's, the DAG-in-image test with its run inside the image."""
+    import sys
+
+    import yaml
+
+    repo = tmp_path_factory.mktemp("dvc-dag") / "repo"
+    repo.mkdir()
+    shutil.copy(repo_root / "dvc.yaml", repo / "dvc.yaml")
+    for tree in ("src", "recipes", "expected"):
+        shutil.copytree(repo_root / tree, repo / tree, ignore=shutil.ignore_patterns("__pycache__"))
+    params = tiny_dag_params()
+    params["profile"] = "tiny"  # `uniret <stage>` under dvc takes the profile from params.yaml
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True, timeout=120)
+    for args in (["init", "-q"], ["repro", "evaluate"]):
+        proc = subprocess.run([str(bin_dir / "dvc"), *args], cwd=repo, env=env, capture_output=True, text=True,
+                              timeout=1200)
+        assert proc.returncode == 0, f"dvc {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
+    return repo, proc.stdout + proc.stderr

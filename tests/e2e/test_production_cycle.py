@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -40,7 +39,7 @@ pytestmark = pytest.mark.slow
 
 TOKEN = "e2e-admin-token"
 PROFILE = "tiny"
-EVAL_DATASETS = ["scifact"]
+EVAL_DATASETS = ["scifact"]  # tests/conftest.py TINY_DAG_DATASETS
 QUERY = {"query": "protein folding in cells", "k": 5}
 RUN_TIMEOUT_S = 1200.0  # one local kfp run (the full DAG takes a few minutes on 2 cores)
 CLI_TIMEOUT_S = 120.0  # rollback and other short commands
@@ -59,12 +58,9 @@ def _cli(args: list[str], cwd: Path, log: Path, timeout_s: float, env: dict[str,
     return proc.stdout
 
 
-def _test_params(repo_root: Path, shared_data: Path, **sections: dict[str, Any]) -> dict[str, Any]:
-    """The repo's params.yaml with the test's values merged into the given top-level sections."""
-    params = yaml.safe_load((repo_root / "params.yaml").read_text())
-    params["data"]["root"] = str(shared_data)
-    params["data"]["eval_datasets"] = EVAL_DATASETS
-    params["evaluate"]["expected_scores"] = [str(repo_root / p) for p in params["evaluate"]["expected_scores"]]
+def _test_params(params: dict[str, Any], **sections: dict[str, Any]) -> dict[str, Any]:
+    """The whole-DAG params (tests/conftest.py's tiny_dag_params: the dvc run's too) with the test's
+    values merged into the given top-level sections."""
     for name, values in sections.items():
         params[name] = {**params[name], **values}
     return params
@@ -131,7 +127,7 @@ class Cycle:
 
 
 @pytest.fixture(scope="module")
-def cycle(tmp_path_factory, repo_root, shared_data):
+def cycle(tmp_path_factory, repo_root, shared_data, tiny_dag_params):
     """A workdir whose params point the registry's reload at a `uniret serve` started cold on it."""
     base = tmp_path_factory.mktemp("e2e")
     workdir, logs = base / "wd", base / "logs"
@@ -139,7 +135,7 @@ def cycle(tmp_path_factory, repo_root, shared_data):
     logs.mkdir()
     server = LocalServer(["--registry", str(workdir / "registry")], workdir / "params.yaml", PROFILE,
                          env={"UNIRET_ADMIN_TOKEN": TOKEN}, log_dir=logs)
-    params = _test_params(repo_root, shared_data,
+    params = _test_params(tiny_dag_params(),
                           registry={"serve_url": server.base_url, "dvc_push": False},
                           pipeline={"local_root": str(base / "kfp")})
     _write_yaml(workdir / "params.yaml", params)
@@ -247,38 +243,25 @@ def test_rollback_restores_the_previous_bundle_and_serving_follows(cycle, first_
     assert cycle.ready_version() == first
 
 
-def test_dvc_repro_and_kfp_local_write_the_same_metrics(tmp_path, repo_root, shared_data, cycle, first_promotion):
+def test_dvc_repro_and_kfp_local_write_the_same_metrics(cycle, first_promotion, tiny_dag_by_dvc):
     """Compared: artifacts/evaluate/metrics.json's scores (per dataset/system and macro; run metadata
     left out) of the WHOLE DAG up to evaluate - validate, bm25, warmup, mine, reranker, continual,
     distill, index, evaluate - once by kfp.local (the first run of this module, before the suffix
-    runs overwrote it) and once by `dvc repro evaluate` in a temp git repo holding a copy of dvc.yaml,
-    src/ and the same params (only the registry/pipeline sections, read by neither, differ). Both call
-    the same stage functions with the same seeds, so every score must be equal."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    shutil.copy(repo_root / "dvc.yaml", repo / "dvc.yaml")
-    for tree in ("src", "recipes", "expected"):
-        shutil.copytree(repo_root / tree, repo / tree, ignore=shutil.ignore_patterns("__pycache__"))
-    params = _test_params(repo_root, shared_data)
-    params["profile"] = PROFILE  # `uniret <stage>` under dvc takes the profile from params.yaml
-    _write_yaml(repo / "params.yaml", params)
-    bin_dir = Path(sys.executable).parent
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
-    subprocess.run(["git", "init", "-q"], cwd=repo, check=True, timeout=CLI_TIMEOUT_S)
-    for args in (["init", "-q"], ["repro", "evaluate"]):
-        proc = subprocess.run([str(bin_dir / "dvc"), *args], cwd=repo, env=env, capture_output=True, text=True,
-                              timeout=RUN_TIMEOUT_S)
-        assert proc.returncode == 0, f"dvc {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
-    (cycle.logs / "dvc-repro.log").write_text(proc.stdout + proc.stderr)
+    runs overwrote it) and once by `dvc repro evaluate` (the session's tiny_dag_by_dvc: a temp git repo
+    holding a copy of dvc.yaml, src/ and the same params; only the registry/pipeline sections, read by
+    neither, differ). Both call the same stage functions with the same seeds, so every score must be equal."""
+    repo, output = tiny_dag_by_dvc
+    (cycle.logs / "dvc-repro.log").write_text(output)
     # evaluate reads no output of bench (the gate does), so `dvc repro evaluate` leaves bench out
     upstream = [s for s in STAGES[: STAGES.index("evaluate") + 1] if s != "bench"]
-    assert [s for s in upstream if f"Running stage '{s}'" in proc.stdout + proc.stderr] == list(upstream)
+    assert [s for s in upstream if f"Running stage '{s}'" in output] == list(upstream)
 
     by_dvc = _metrics_tables(repo / "artifacts" / "evaluate" / "metrics.json")
     by_kfp = first_promotion["metrics"]
     assert set(by_dvc["datasets"]) == set(EVAL_DATASETS)
-    recipe = params["model"]["recipe"]
-    plan = load_params(repo / "params.yaml").section("training").plan(recipe)
+    params = load_params(repo / "params.yaml")
+    recipe = params.section("model").recipe
+    plan = params.section("training").plan(recipe)
     trained = {f"{recipe}/{m}" for m in plan.eval_modes}
     assert {"bm25", plan.serve_mode, *trained} <= set(by_dvc["datasets"]["scifact"])  # trained and bundle systems
     assert by_kfp == by_dvc

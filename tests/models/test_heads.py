@@ -164,3 +164,13 @@ def test_export_path_of_vocab_max_matches_the_eager_path(build, tokenize, docs, 
     monkeypatch.setattr(pooling, "exporting", lambda: True)
     assert torch.allclose(eager_rows, pooling.vocab_max(project, hidden, keep), atol=1e-6)
     assert eager_rows[0].abs().sum() == 0
+
+
+def test_unifier_encode_dense_is_forwards_dense_output(build, tokenize, queries):
+    """The static tower's dense-only path (no lexicon module, no MLM head) gives forward's u exactly."""
+    model = build("unifier", "splade-tiny", shared_layers=1, dense_layers=1, lexicon_layers=1).eval()
+    ids, mask = tokenize(model.tokenizer, queries)
+    with torch.inference_mode():
+        full = model(ids, mask, is_query=True).dense
+        alone = model.encode_dense(ids, mask)
+    assert torch.equal(full, alone)

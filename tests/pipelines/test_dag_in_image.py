@@ -1,11 +1,12 @@
 """The tiny-profile DAG with every task in the built CPU image (kfp.local DockerRunner over podman's
-Docker-compatible socket) gives the metrics of the same DAG under SubprocessRunner.
+Docker-compatible socket) gives the metrics of the same DAG run on the host.
 
 Needs podman and the image of this tree (`make test-images` builds it and runs these; without them
-they skip, under CI they fail: tests/conftest.py); `make dag-in-image` is the same run by hand. Both runs
-use one params file (SciFact only, as tests/e2e does, to keep the module within minutes) and the
-same seeds; the container has its own Python build (Debian's) and BLAS threads, so scores are
-compared within SCORE_TOLERANCE rather than bit for bit.
+they skip, under CI they fail: tests/conftest.py); `make dag-in-image` is the same run by hand. The
+host run is the session's `dvc repro evaluate` (tests/conftest.py tiny_dag_by_dvc, which the e2e test
+also proves equal to a kfp.local SubprocessRunner run): the same params (SciFact only, to keep the
+module within minutes) and seeds. The container has its own Python build (Debian's) and BLAS threads,
+so scores are compared within SCORE_TOLERANCE rather than bit for bit.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from uniret.stages import STAGES
 
 pytestmark = pytest.mark.slow
 
-EVAL_DATASETS = ["scifact"]
 SCORE_TOLERANCE = 1e-3  # absolute, on nDCG/recall/MRR values in [0, 1]
 
 
@@ -40,22 +40,22 @@ def _python_in(image: str, podman: list[str], env: dict[str, str]) -> str:
 
 
 @pytest.fixture(scope="module")
-def runs(repo_root, shared_data, tmp_path_factory, cpu_image) -> dict[str, Any]:
-    """The whole tiny DAG twice on the same params: in the image, then as host subprocesses."""
+def runs(repo_root, shared_data, tmp_path_factory, cpu_image, tiny_dag_params, tiny_dag_by_dvc) -> dict[str, Any]:
+    """The whole tiny DAG in the image, and the host's run of the same params (the session's dvc run)."""
     base = tmp_path_factory.mktemp("dag")
-    params = yaml.safe_load((repo_root / "params.yaml").read_text())
-    params["data"]["root"] = str(shared_data)
-    params["data"]["eval_datasets"] = EVAL_DATASETS
-    params["evaluate"]["expected_scores"] = []  # sliced data: the reference check is skipped anyway
+    params = tiny_dag_params()
+    params["evaluate"]["expected_scores"] = []  # the image holds no repo files; sliced data skips the check anyway
     params_path = base / "params.yaml"
     params_path.write_text(yaml.safe_dump(params, sort_keys=False))
     cfg = dataclasses.replace(load_params(params_path).section("pipeline"), local_root=str(base / "kfp"))
-    out: dict[str, Any] = {"tag": cpu_image}  # "image" and "host" hold the two runs
-    for name, run_image in (("image", cpu_image), ("host", None)):
-        run = run_local(repo_root, cfg, workdir=base / name, profile="tiny", params_path=params_path,
-                        data=shared_data, image=run_image)
-        out[name] = run
-    return out
+    image = run_local(repo_root, cfg, workdir=base / "image", profile="tiny", params_path=params_path,
+                      data=shared_data, image=cpu_image)
+    return {"tag": cpu_image, "image": image, "host": tiny_dag_by_dvc[0]}
+
+
+def _host_manifests(repo: Path) -> dict[str, dict]:
+    return {s: json.loads((repo / "artifacts" / s / "manifest.json").read_text())
+            for s in STAGES if (repo / "artifacts" / s / "manifest.json").is_file()}
 
 
 def _scores(workdir: Path) -> dict[str, Any]:
@@ -70,30 +70,32 @@ def _flat(tree: Any, prefix: str = "") -> dict[str, float]:
 
 
 def test_every_task_ran_in_the_image(runs, podman, podman_env):
-    in_image, on_host = runs["image"], runs["host"]
+    in_image, on_host = runs["image"], _host_manifests(runs["host"])
     assert set(in_image.manifests) == set(STAGES), f"missing: {set(STAGES) - set(in_image.manifests)}"
     image_python = _python_in(runs["tag"], podman, podman_env)
-    host_python = on_host.manifests["validate"]["versions"]["python"]
+    host_python = on_host["validate"]["versions"]["python"]
     if image_python == host_python:
         pytest.skip(f"image and host both run Python {host_python}: manifests cannot tell them apart")
     for stage, manifest in in_image.manifests.items():
         # the interpreter that ran the stage is the image's (Debian's python3), not this host's
         assert manifest["versions"]["python"] == image_python, stage
-    assert {m["versions"]["python"] for m in on_host.manifests.values()} == {host_python}
+    assert {m["versions"]["python"] for m in on_host.values()} == {host_python}
 
 
-def test_same_metrics_and_decision_as_the_subprocess_run(runs):
-    in_image, on_host = runs["image"].workdir, runs["host"].workdir
+def test_same_metrics_as_the_host_run_and_the_gate_promote_and_report_ran(runs):
+    in_image, on_host = runs["image"].workdir, runs["host"]
     a, b = _flat(_scores(in_image)), _flat(_scores(on_host))
     assert a.keys() == b.keys() and len(a) > 10
     worst = max(abs(a[k] - b[k]) for k in a)
     assert worst <= SCORE_TOLERANCE, {k: (a[k], b[k]) for k in a if abs(a[k] - b[k]) > SCORE_TOLERANCE}
-    decision = [json.loads((wd / "artifacts" / "gate" / "decision.json").read_text()) for wd in (in_image, on_host)]
-    assert decision[0]["passed"] == decision[1]["passed"]
-    assert [c["status"] for c in decision[0]["checks"]] == [c["status"] for c in decision[1]["checks"]]
-    # the report and promote tasks ran in the container too (promote only when the gate passed)
+    # cold start under the tiny gate (quality floors 0, latency ratio 100): the host's kfp run of the
+    # same params passes (tests/e2e); in the image no check may fail either
+    decision = json.loads((in_image / "artifacts" / "gate" / "decision.json").read_text())
+    assert decision["passed"] is True and decision["production"] is None, decision
+    assert {c["status"] for c in decision["checks"]} <= {"pass", "skipped"}
+    # the report and promote tasks ran in the container too
     assert (in_image / "artifacts" / "report" / "report.md").is_file()
-    assert (in_image / "artifacts" / "promote").is_dir() == decision[0]["passed"]
+    assert (in_image / "artifacts" / "promote" / "manifest.json").is_file()
 
 
 def test_failed_task_is_caught_although_kfp_sees_exit_0(repo_root, cpu_image, tmp_path):

@@ -92,3 +92,27 @@ def test_unreachable_server_is_reported(tmp_path):
         port = sock.getsockname()[1]
     result = notify_reload(f"http://127.0.0.1:{port}", TOKEN, "v1", timeout_s=5)
     assert result.status == "failed" and result.http_status is None and str(port) in result.detail
+
+
+def test_a_reload_slower_than_the_timeout_is_pending_not_failed():
+    """Issue 43: the server got the call and is still loading (a cpu bundle takes minutes under load)."""
+    release = threading.Event()
+
+    class Slow(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            release.wait(10)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        result = notify_reload(f"http://127.0.0.1:{httpd.server_address[1]}", TOKEN, "v9", timeout_s=0.3)
+    finally:
+        release.set()
+        httpd.shutdown()
+        httpd.server_close()
+    assert result.status == "pending" and "no reply within 0.3 s" in result.detail and "v9" in result.detail

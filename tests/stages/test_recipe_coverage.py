@@ -62,11 +62,29 @@ def trained(base):
     def get(recipe: str):
         if recipe not in done:
             run = train_recipe(base, recipe)
-            index.run(run.ctx)
+            index.run(_static_tables_only_if_served(run.ctx, recipe))
             done[recipe] = run
         return done[recipe]
 
     return get
+
+
+def _static_tables_only_if_served(ctx, recipe: str):
+    """`ctx` with the index stage's static query tables off unless the recipe serves a mode that reads
+    them (hybrid_fast, the static routes): they cost 10-45 s a recipe and serve nothing here (E49);
+    tests/retrieval/test_static_query.py and the tiny DAG runs cover them."""
+    import copy
+
+    from uniret.config import Params
+    from uniret.config.modes import STATIC_MODES
+    from uniret.runtime import StageContext
+
+    serve = ctx.params.section("training").plan(recipe).serve_mode
+    if serve in (*STATIC_MODES, "hybrid_fast"):
+        return ctx
+    raw = copy.deepcopy(ctx.params.raw)
+    raw["index"]["static_query"]["enabled"] = False
+    return StageContext(Params(raw=raw, profile=ctx.params.profile, path=ctx.params.path), ctx.data_root, ctx.artifacts)
 
 
 def _check_stages(ctx, recipe: str) -> None:

@@ -34,6 +34,9 @@ def _ctx(base: StageContext, artifacts) -> StageContext:
     raw["data"].update(eval_datasets=["scifact"], slice={"max_queries": 200, "max_docs": 1500, "seed": 13})
     raw["data"].setdefault("profiles", {}).setdefault("tiny", {})["slice"] = {"max_queries": 200, "max_docs": 1500}
     raw["evaluate"]["sources"] = ["bundle"]
+    # only what the test compares: the static tables and the other modes would cost minutes (issue 40)
+    raw["retrieval"]["modes"] = ["bm25", "dense", "lexical", "hybrid"]
+    raw["index"]["static_query"]["enabled"] = False
     recipe = raw["model"]["recipe"]
     raw["training"]["recipes"][recipe]["stages"] = ["warmup"]
     raw["training"].setdefault("profiles", {}).setdefault("tiny", {})["warmup"] = {

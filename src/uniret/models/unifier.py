@@ -93,6 +93,13 @@ class UnifierEncoder(RetrievalEncoder):
         lex_in = torch.cat([u.detach().unsqueeze(1), h[:, 1:]], dim=1)
         return u, run_layers(self.lex_layers, lex_in, mask)
 
+    def encode_dense(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """u alone ([B, H]), as forward computes it, without the lexicon module and its 30k-wide MLM
+        head: the static tower encodes every vocabulary token and many texts this way."""
+        emb = self.embeddings(input_ids=input_ids)
+        mask = layer_mask(self.config, emb, attention_mask)
+        return cls_pool(run_layers(self.den_layers, run_layers(self.ctx_layers, emb, mask), mask))
+
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, is_query: bool = False) -> Encoded:
         u, lexicon_states = self.module_states(input_ids, attention_mask)
         v = splade_pool(self.mlm_head, lexicon_states, attention_mask)

@@ -19,7 +19,7 @@ BODY_PREVIEW = 300  # characters of a server's reply kept in the result
 class NotifyResult:
     """Outcome of a reload call. A failed notify never undoes a promotion: it is reported."""
 
-    status: str  # "ok", "failed" or "skipped"
+    status: str  # "ok", "pending" (sent, no reply in time: the reload may still finish), "failed" or "skipped"
     detail: str
     http_status: int | None = None
 
@@ -50,7 +50,16 @@ def notify_reload(serve_url: str | None, token: str | None, version: str, timeou
         reply = exc.read().decode(errors="replace")[:BODY_PREVIEW]
         detail = f"POST {url}: HTTP {exc.code} {reply}".strip()
         code: int | None = exc.code
-    except (urllib.error.URLError, OSError) as exc:
+    except (TimeoutError, urllib.error.URLError) as exc:
+        if not isinstance(exc, TimeoutError) and not isinstance(getattr(exc, "reason", None), TimeoutError):
+            detail, code = f"POST {url}: {getattr(exc, 'reason', exc)}", None
+        else:
+            # delivered, unanswered: a large bundle takes minutes to load under load, so this is not a failure
+            detail = (f"POST {url}: no reply within {timeout_s:g} s; the server may still be loading {version} "
+                      "(see its /readyz)")
+            log.warning("reload notification pending (the promotion stands): %s", detail)
+            return NotifyResult("pending", detail)
+    except OSError as exc:
         detail, code = f"POST {url}: {getattr(exc, 'reason', exc)}", None
     log.warning("reload notification failed (the promotion stands): %s", detail)
     return NotifyResult("failed", detail, code)

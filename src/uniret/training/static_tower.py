@@ -49,7 +49,11 @@ def _dense_part(model: torch.nn.Module) -> torch.nn.Module:
 @torch.inference_mode()
 def _query_vectors(dense: torch.nn.Module, input_ids: torch.Tensor, mask: torch.Tensor) -> np.ndarray:
     device = next(dense.parameters()).device  # the GPU when the index stage moved the model there
-    out = dense(input_ids.to(device), mask.to(device), is_query=True).dense
+    encode_dense = getattr(dense, "encode_dense", None)  # a shared encoder's dense output without its lexicon
+    if encode_dense is not None:
+        out = encode_dense(input_ids.to(device), mask.to(device))
+    else:
+        out = dense(input_ids.to(device), mask.to(device), is_query=True).dense
     if out is None:
         raise ValueError("the static dense tower needs a model with a dense head")
     return F.normalize(out.float(), dim=-1).cpu().numpy()
