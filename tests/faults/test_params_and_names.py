@@ -33,8 +33,17 @@ def test_a_stage_refuses_artifacts_inside_its_inputs(tmp_path, small_data, param
     params = params_file()
     before = snapshot(small_data)
     r = cli("validate", *_common(params, small_data, small_data / "scifact" / "artifacts"))
-    assert r.returncode == 1 and "refusing to write" in r.stderr and "overlaps its input" in r.stderr, r.stderr
+    # inside the data root: refused before any work (issue 43), before the input-overlap rule below
+    assert r.returncode == 1 and "refusing to write inside the data root" in r.stderr, r.stderr
     assert snapshot(small_data) == before and not (small_data / "scifact" / "artifacts" / "validate").exists()
+    # the rule for any other input a stage reads (a stage output inside another's input folder)
+    from uniret.core.errors import StageFailed
+    from uniret.runtime import check_outputs_outside_inputs
+
+    inputs = {"upstream": tmp_path / "upstream"}
+    with pytest.raises(StageFailed, match="overlaps its input 'upstream'"):
+        check_outputs_outside_inputs("bm25", [tmp_path / "upstream" / "bm25"], inputs)
+    check_outputs_outside_inputs("bm25", [tmp_path / "elsewhere" / "bm25"], inputs)
 
 
 @pytest.mark.parametrize("command", [["params", "check"], ["validate"], ["nightly"]])

@@ -19,6 +19,8 @@ import threading
 import time
 from pathlib import Path
 
+from uniret.utils.locks import pid_alive
+
 NIGHTLY_PID_ENV = "UNIRET_NIGHTLY_PID"
 POLL_S = 0.2
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -32,17 +34,11 @@ def die_with_parent() -> None:
 
 
 def alive(pid: int) -> bool:
-    """True while `pid` runs (a zombie, dead but not yet reaped, counts as gone)."""
+    """True while `pid` runs; a zombie (dead, not yet reaped by its parent) counts as gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return not Path("/proc").is_dir()  # no /proc: trust kill(0)
+        return pid_alive(pid) and not Path("/proc").is_dir()  # no /proc: trust kill(0)
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
