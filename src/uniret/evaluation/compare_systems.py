@@ -61,12 +61,13 @@ def compare_evaluated(evaluated: Path, a: str, b: str, metric: str, datasets: Se
     """{dataset or group name: B - A}; a group pools its datasets as the macro average does.
     `evaluated_a`: where A's per_query/ lives when not beside B's (the gate's production scores);
     `subsets`: {name: (dataset, query ids)} compared on those queries alone (e.g. SciFact's novel claims)."""
-    pairs = {}
+    pairs, orders = {}, {}
     for d in datasets:
         a_rows = read_per_query(evaluated_a or evaluated, a, d, metric)
         b_rows = read_per_query(evaluated, b, d, metric)
         try:
             pairs[d] = per_query_pairs(a_rows, b_rows, d)
+            orders[d] = sorted(a_rows)  # per_query_pairs' query order
         except ValueError as exc:  # the two files hold different queries
             raise DataError(DataProblem(evaluated / PER_QUERY_DIR / b / f"{d}.json", None, None,
                                         f"{exc} (against {(evaluated_a or evaluated) / PER_QUERY_DIR / a}/{d}.json)")) from exc
@@ -76,8 +77,7 @@ def compare_evaluated(evaluated: Path, a: str, b: str, metric: str, datasets: Se
             out[name] = paired_bootstrap({d: pairs[d] for d in members}, resamples, seed=seed)
     for name, (dataset, queries) in (subsets or {}).items():
         if dataset in pairs and queries:
-            order = sorted(read_per_query(evaluated, b, dataset, metric))  # per_query_pairs' order
-            keep = np.isin(order, list(queries))
+            keep = np.isin(orders[dataset], list(queries))
             a_values, b_values = pairs[dataset]
             out[name] = paired_bootstrap({name: (a_values[keep], b_values[keep])}, resamples, seed=seed)
     return out

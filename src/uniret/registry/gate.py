@@ -239,7 +239,7 @@ def regression_checks(cfg: GateConfig, metrics: dict[str, Any], production: Prod
     if paired and (candidate_queries is None or production.queries is None):
         fallback = "the candidate's per-query scores are missing" if candidate_queries is None else production.no_queries
     checks: list[Check] = []
-    compared: list[str] = []
+    compared: dict[str, tuple] = {}  # dataset -> (production's values, the candidate's) on the same queries
     for ds, systems in sorted((metrics.get("datasets") or {}).items()):
         value = _metric(systems, cfg.candidate_system, m)
         prod = _metric(prod_sets.get(ds) or {}, production.system, m)
@@ -251,26 +251,25 @@ def regression_checks(cfg: GateConfig, metrics: dict[str, Any], production: Prod
             continue
         sets, why = ({}, fallback) if not paired or fallback else _paired_sets([ds], candidate_queries, production.queries)
         if sets:
-            compared.append(ds)
+            compared.update(sets)
             checks.append(_paired_check(cfg, "no_regression", ds, sets, cfg.margin(ds), f"{ds}: {m}", production))
         else:
             checks.append(_threshold_check(cfg, ds, value, prod, production, why if paired else None))
     if paired and not fallback:  # without per-query scores the point rule decides, as it always did
-        checks.append(_pooled_check(cfg, compared, candidate_queries, production, train_dataset))
+        checks.append(_pooled_check(cfg, compared, production, train_dataset))
     return checks
 
 
-def _pooled_check(cfg: GateConfig, compared: list[str], cand: QueryScores, production: ProductionRef,
+def _pooled_check(cfg: GateConfig, compared: dict[str, tuple], production: ProductionRef,
                   train_dataset: str | None) -> Check:
     """The paired rule over the pool's datasets together (their macro): evidence too weak on each set
     alone can still add up to a loss."""
-    pool = (zero_shot_datasets(compared, train_dataset or "") if cfg.regression_pool == ZERO_SHOT_MACRO
+    pool = (zero_shot_datasets(list(compared), train_dataset or "") if cfg.regression_pool == ZERO_SHOT_MACRO
             else list(compared))
     label = cfg.regression_pool.replace("_", "-")
     if not pool:
         return _skip("no_regression_pooled", None, f"{label}: no dataset of the pool was compared pairwise")
-    sets, _ = _paired_sets(pool, cand, production.queries)  # each pool member paired above
-    return _paired_check(cfg, "no_regression_pooled", None, sets, cfg.pooled_margin,
+    return _paired_check(cfg, "no_regression_pooled", None, {d: compared[d] for d in pool}, cfg.pooled_margin,
                          f"{label} {cfg.metric} over {', '.join(pool)}", production)
 
 

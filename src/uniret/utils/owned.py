@@ -114,10 +114,7 @@ def check_output_folder(path: str | os.PathLike) -> Path:
     """`path` as a folder uniret writes named files into, keeping whatever else it holds (`bench
     --out`, `data fetch --dest`); NotOwnedError when something other than a folder stands there."""
     path = Path(path)
-    registry = registry_holding(path)
-    if registry is not None:
-        raise ProtectedPathError(f"{path}: refusing to write inside the model registry {registry}; choose an "
-                                 "output folder outside it")
+    _refuse_in_registry(path)
     if os.path.lexists(path) and not path.is_dir():
         raise NotOwnedError(
             f"{path}: not a folder: uniret writes its files into a folder here and replaces nothing it did not "
@@ -136,6 +133,13 @@ def registry_holding(path: str | os.PathLike) -> Path | None:
     return None
 
 
+def _refuse_in_registry(path: Path) -> None:
+    registry = registry_holding(Path(os.path.realpath(path)))
+    if registry is not None:
+        raise ProtectedPathError(f"{path}: refusing to write inside the model registry {registry}: its bundles "
+                                 "change only by promote, rollback and prune; choose an output path outside it")
+
+
 def check_output_path(path: str | os.PathLike, *, data_roots: tuple[str | os.PathLike, ...] = (),
                       header: bytes | None = None, force: bool = False, force_flag: str | None = None) -> Path:
     """`check_replaceable`, and first the refusal of any path inside a registry or a data root (module
@@ -147,8 +151,5 @@ def check_output_path(path: str | os.PathLike, *, data_roots: tuple[str | os.Pat
         if resolved == real_root or real_root in resolved.parents:
             raise ProtectedPathError(f"{path}: refusing to write inside the data root {root}: uniret only reads "
                                      "there; choose an output path outside it")
-    registry = registry_holding(resolved)
-    if registry is not None:
-        raise ProtectedPathError(f"{path}: refusing to write inside the model registry {registry}: its bundles "
-                                 "change only by promote, rollback and prune; choose an output path outside it")
+    _refuse_in_registry(path)
     return check_replaceable(path, header=header, force=force, force_flag=force_flag)
