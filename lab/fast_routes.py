@@ -43,7 +43,14 @@ SETTINGS = {  # name: (fast_bm25, fast_shortlist, compiled kernels[, fast_depth[
     # learned for one of them; dev quality of both is lab/dense_feedback.py's)
     "e44_static": ("memory", 1.5, True, 150, ["bm25", "lexical_static", "dense_static"]),
     "e46_feedback": ("memory", 1.5, True, 150, ["bm25", "lexical_static", "dense_feedback"]),
+    # E51: the dense route's shortlist against its exact form (what Milvus's FLAT index returns)
+    "e51_shortlist3": ("memory", 3, True, 150, ["bm25", "lexical_static", "dense_feedback"]),
+    "e51_shortlist6": ("memory", 6, True, 150, ["bm25", "lexical_static", "dense_feedback"]),
+    "e51_exact": ("memory", 0, True, 150, ["bm25", "lexical_static", "dense_feedback"]),
 }
+
+
+EXACT = "e51_exact"
 
 
 def _with(cfg, bm25: str, shortlist: float, depth: int | None = None, runs: list[str] | None = None):
@@ -62,6 +69,7 @@ def main() -> int:
     args = parser.parse_args()
     settings = {name: SETTINGS[name] for name in args.settings}
 
+    from uniret.bench.engine_parity import agreement
     from uniret.bench.machine import machine_info
     from uniret.bench.stats import latency_summary
     from uniret.core.stage_files import DEV_QRELS
@@ -87,6 +95,7 @@ def main() -> int:
         dev_sets.append((f"{name}/{data.dev.split}", other, other.split_queries(data.dev.split), other.qrels(data.dev.split)))
 
     quality: dict[str, dict[str, float]] = {}
+    runs: dict[str, dict[str, dict]] = {}  # {dev set: {setting: top-10 run}}
     searchers: dict[str, object] = {}
     for set_name, dataset, queries, qrels in dev_sets:
         index = indexes.index(dataset.name, dataset)
@@ -97,11 +106,15 @@ def main() -> int:
             kernels.AVAILABLE = compiled
             run = found.search_batch(batch, 10)
             quality.setdefault(name, {})[set_name] = round(evaluate_run(qrels, run, ["ndcg@10"], True)[1]["ndcg@10"], 5)
+            runs.setdefault(set_name, {})[name] = run
             if set_name == data.train_dataset:
                 searchers[name] = found
         print(set_name, {n: q[set_name] for n, q in quality.items()}, flush=True)
     for row in quality.values():
         row["mean"] = round(sum(row.values()) / len(row), 5)
+    # E51: each setting's top 10 against the exact dense route's (Milvus's FLAT search), query by query
+    same_as_exact = {name: {set_name: agreement(by[EXACT], by[name], 10)["same_top10"] for set_name, by in runs.items()}
+                     for name in settings} if EXACT in settings else {}
 
     set_search_threads(1)  # as serving runs vector searches (serve.faiss_threads)
     bm25 = build_searchers(bundle.index, bundle.retrieval, None, bundle.bm25, modes=["bm25"])["bm25"]
@@ -134,7 +147,7 @@ def main() -> int:
         "settings": {n: {"fast_bm25": b, "fast_shortlist": s, "compiled": c, "fast_depth": (d or [bundle.retrieval.fusion.fast_depth])[0],
                          "fast_runs": d[1] if len(d) > 1 else bundle.retrieval.fusion.fast_runs}
                      for n, (b, s, c, *d) in settings.items()},
-        "dev_ndcg@10": quality, "latency_queries": len(queries), "rounds": args.rounds,
+        "dev_ndcg@10": quality, "dev_same_top10_as_exact": same_as_exact, "latency_queries": len(queries), "rounds": args.rounds,
         "machine": machine_info(), "load_average_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         "latency": {name: {"p50_ms": row["p50_ms"], "p95_ms": row["p95_ms"], "p50_vs_bm25@10": round(row["p50_ms"] / base, 2)}
                     for name, row in summary.items()},

@@ -100,3 +100,17 @@ def test_repo_reference_holds_the_issue_values(repo_root):
     ndcg = {d: v["ndcg@10"] for d, v in ref.scores.items()}
     assert ndcg == {"scifact": 0.676, "nfcorpus": 0.327, "cranfield": 0.352, "medline": 0.671, "npl": 0.445}
     assert all("recall@100" in v for v in ref.scores.values())
+
+
+def test_a_subset_key_reads_the_overlap_section(tmp_path):
+    path = tmp_path / "novel.yaml"
+    path.write_text("system: hybrid_fast\ntolerance: 0.02\ndatasets:\n  scifact:novel: {ndcg@10: 0.73}\n")
+    doc = {"datasets": {"scifact": {"hybrid_fast": {"ndcg@10": 0.82}}},
+           "overlap": {"scifact": {"seen": {"hybrid_fast": {"ndcg@10": 0.86}},
+                                   "novel": {"hybrid_fast": {"ndcg@10": 0.70}}}}}
+    failures = check_expected(doc, path)
+    assert failures == ["hybrid_fast scifact:novel ndcg@10: measured 0.7000, expected 0.7300 +/- 0.02 "
+                        "(off by -0.0300)"]
+    doc["overlap"]["scifact"]["novel"]["hybrid_fast"]["ndcg@10"] = 0.74
+    assert check_expected(doc, path) == []
+    assert "dataset not evaluated" in check_expected({"datasets": doc["datasets"]}, path)[0]

@@ -24,9 +24,12 @@ DAMAGED = {
 }
 
 
-def _damaged_copy(bundle: Path, dest: Path, rel: str) -> Path:
-    """`bundle` as links to its files, but `rel` a real copy cut to half its length."""
+def _damaged_copy(bundle: Path, dest: Path, rel: str, checksums: bool = False) -> Path:
+    """`bundle` as links to its files, but `rel` a real copy cut to half its length; without the
+    index stage's SHA256SUMS unless `checksums` (a hand-made bundle: each reader names what it finds)."""
     shutil.copytree(bundle, dest, copy_function=os.symlink)
+    if not checksums:
+        (dest / "SHA256SUMS").unlink()
     target = dest / rel
     content = (bundle / rel).read_bytes()
     target.unlink()
@@ -63,6 +66,17 @@ def test_a_damaged_lucene_index_is_one_error_naming_its_folder(tiny_bundle, tmp_
     with pytest.raises(InputFileError, match=r"impact: not a readable Lucene impact index .*truncated") as err:
         LuceneImpactIndex(tmp_path / "bundle" / "impact", [], [], 100.0).top_k(["q"], None, 10)
     assert str(tmp_path / "bundle" / "impact") in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("rel", ["onnx/query.onnx", "dense.faiss"])
+def test_the_index_stages_checksums_name_a_damaged_file_before_any_work(rel, tiny_bundle, tmp_path, small_data,
+                                                                        params_file, capsys):
+    _damaged_copy(tiny_bundle, tmp_path / "bundle", rel, checksums=True)
+    out = tmp_path / "out"
+    assert _evaluate(params_file(), small_data, str(tmp_path / "bundle"), out) == 1
+    line = _error_line(capsys.readouterr().err)
+    assert f"{tmp_path / 'bundle'}: bundle bundle: failed verification (changed: {rel})" in line, line
+    assert "not evaluated" in line and not out.exists()
 
 
 def test_with_v_the_traceback_is_shown(tiny_bundle, tmp_path, small_data, params_file):

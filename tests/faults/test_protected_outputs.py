@@ -24,6 +24,14 @@ def _registry(root):
     return root
 
 
+def _all_refused(commands: dict[str, list[str]], needle: str, capsys) -> None:
+    """Each command exits 1 with one error line holding `needle` and what was not done ("; not ...")."""
+    for name, args in commands.items():
+        assert main(args) == 1, name
+        line = _one_error_line(capsys.readouterr().err, name.split()[0])
+        assert needle in line and "; not " in line, line
+
+
 def _one_error_line(err: str, command: str) -> str:
     lines = [line for line in err.splitlines() if line.startswith(f"uniret {command}: error:")]
     assert len(lines) == 1 and "Traceback" not in err, err
@@ -87,8 +95,34 @@ def test_a_damaged_bundle_is_neither_exported_nor_measured(tmp_path, repo_root, 
         "export milvus": ["export", "milvus", *params, "--registry", str(registry), "--uri", str(tmp_path / "m.db")],
         "bench": ["bench", *params, "--registry", str(registry), "--out", str(tmp_path / "bench")],
     }
-    for name, args in commands.items():
-        assert main(args) == 1, name
-        line = _one_error_line(capsys.readouterr().err, name.split()[0])
-        assert "v1: failed verification (changed: dense.faiss)" in line and "not " in line, line
+    _all_refused(commands, "v1: failed verification (changed: dense.faiss)", capsys)
     assert not (tmp_path / "os").exists() and not (tmp_path / "m.db").exists()
+
+
+def test_an_index_stage_bundle_damaged_later_is_neither_exported_measured_nor_published(tiny_bundle, tmp_path,
+                                                                                         repo_root, capsys):
+    """The index stage records its bundle's checksums, so a copy damaged after the stage (here a truncated
+    query graph, which opening would find only at the first transformer query) is refused at once."""
+    import os
+    import shutil
+
+    from uniret.registry.bundles import publish
+    from uniret.registry.integrity import IntegrityError
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree(tiny_bundle, bundle, copy_function=os.symlink)
+    graph = bundle / "onnx" / "query.onnx"
+    content = graph.read_bytes()
+    graph.unlink()
+    graph.write_bytes(content[: len(content) // 2])
+    params = ["--params", str(repo_root / "params.yaml"), "--profile", "tiny"]
+    commands = {
+        "export opensearch": ["export", "opensearch", *params, "--bundle", str(bundle), "--out", str(tmp_path / "os")],
+        "export milvus": ["export", "milvus", *params, "--bundle", str(bundle), "--uri", str(tmp_path / "m.db")],
+        "bench": ["bench", *params, "--bundle", str(bundle), "--out", str(tmp_path / "bench")],
+    }
+    _all_refused(commands, "bundle: failed verification (changed: onnx/query.onnx)", capsys)
+    assert not any((tmp_path / p).exists() for p in ("os", "m.db", "bench"))
+    with pytest.raises(IntegrityError, match=r"changed: onnx/query.onnx\); not published"):
+        publish(tmp_path / "registry", bundle, evaluation=None, decision=None, lineage={})
+    assert not (tmp_path / "registry" / "bundles").exists() or not any((tmp_path / "registry" / "bundles").iterdir())

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from uniret.config.milvus import MilvusConfig
+from uniret.registry.integrity import write_checksums
 
 
 @dataclass
@@ -26,6 +27,7 @@ def other_bundle(bundle: Path, dest: Path) -> Path:
     shutil.copytree(bundle, dest)
     manifest = json.loads((dest / "manifest.json").read_text())
     (dest / "manifest.json").write_text(json.dumps({**manifest, "note": "second bundle for the Milvus tests"}))
+    write_checksums(dest)  # a genuine second bundle: its own checksums, as the index stage records them
     return dest
 
 

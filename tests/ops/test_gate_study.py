@@ -53,7 +53,10 @@ def test_the_study_gates_every_pair_with_both_rules(root):
     paired, threshold = doc["summary"]["paired"], doc["summary"]["threshold"]
     assert paired["equal_pairs"] == 6 and paired["false_blocks"] == 0  # 3 equal retrains, each way
     assert paired["worse_pairs"] == 3 and paired["worse_blocked"] == 3
-    assert paired["better_pairs"] == 3 and paired["better_blocked"] == 0
+    # the trained candidate against each equal one, and each equal one against the shuffled production
+    assert paired["better_pairs"] == 3 + 3 and paired["better_blocked"] == 0
+    recovered = [o for o in doc["other_pairs"] if o["production"] == "shuffled"]
+    assert len(recovered) == 3 and all(o["kind"] == "better" and o["diff"]["scifact"] > 0.02 for o in recovered)
     assert threshold["worse_blocked"] == 3
     worse = next(o for o in doc["other_pairs"] if o["candidate"] == "shuffled")
     assert worse["diff"]["scifact"] == pytest.approx(-0.04, abs=0.01)
@@ -82,3 +85,19 @@ def test_bad_candidates_are_named(root, tmp_path):
     (root / "candidates.json").write_text(json.dumps(listed))
     with pytest.raises(DataError, match=r"seed-1.kind"):
         load_candidates(root)
+
+
+def test_the_retraining_noise_sets_a_margin_per_set(root):
+    from uniret.ops.gate_study import retrain_noise
+
+    listed, scores = load_candidates(root)
+    equal = {n: scores[n] for n, e in listed.items() if e["kind"] == "equal"}
+    noise = retrain_noise(equal, ["medline", "nfcorpus", "scifact"], ["medline", "nfcorpus"])
+    means = [np.mean(list(equal[n]["medline"].values())) for n in sorted(equal)]
+    assert noise["medline"]["sd"] == pytest.approx(np.std(means, ddof=1), abs=1e-5)
+    assert noise["medline"]["margin"] >= 1.645 * np.sqrt(2) * noise["medline"]["sd"]
+    assert noise["medline"]["margin"] - 1.645 * np.sqrt(2) * noise["medline"]["sd"] < 0.001
+    # 30 queries with per-query noise 0.03: their means spread more than 323 queries' means
+    assert noise["medline"]["sd"] > noise["nfcorpus"]["sd"] and set(noise) >= {"zero_shot_macro"}
+    assert retrain_noise(dict(list(equal.items())[:2]), ["medline"], []) == {}
+    assert "## Retraining noise" in render(study(root, _cfg(), "scifact"))

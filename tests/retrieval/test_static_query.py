@@ -145,7 +145,8 @@ def test_fast_routes_search_bm25_in_memory_and_shortlist_dense(tiny_bundle):
     assert terms == want_terms and (weights != want).nnz == 0 and weights.nnz > 0
     runs = {}
     for choice in ("memory", "lucene"):
-        cfg = dataclasses.replace(bundle.retrieval, fusion=dataclasses.replace(bundle.retrieval.fusion, fast_bm25=choice))
+        cfg = dataclasses.replace(bundle.retrieval, fusion=dataclasses.replace(bundle.retrieval.fusion, fast_bm25=choice,
+                                                                               fast_shortlist=1.5))
         fast = build_searchers(bundle.index, cfg, bundle.encoder, bundle.bm25, modes=["hybrid_fast"])["hybrid_fast"]
         routes = dict(zip(cfg.fusion.fast_runs, fast.searchers, strict=True))
         want = MemoryBm25Searcher if choice == "memory" else Bm25ModeSearcher

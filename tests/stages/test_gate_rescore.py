@@ -94,7 +94,7 @@ def test_gate_rescores_production_on_changed_data_as_evaluate_scores_the_candida
     # the same bundle on the same queries: the paired rule sees a difference of exactly 0 on every query
     assert check["status"] == "pass" and check["rule"] == "paired"
     assert check["value"] == pytest.approx(0.0, abs=1e-12) and check["interval"] == pytest.approx([0.0, 0.0], abs=1e-12)
-    assert check["threshold"] == pytest.approx(-ctx.params.section("gate").regression_margin)
+    assert check["threshold"] == pytest.approx(-ctx.params.section("gate").margin("scifact"))
     assert out["passed"] is True
 
 

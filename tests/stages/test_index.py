@@ -275,3 +275,14 @@ def test_a_folder_without_manifest_is_not_a_bundle(tmp_path):
 
     with pytest.raises(FileNotFoundError, match="not an index bundle"):
         load_searchers(tmp_path)
+
+
+@pytest.mark.slow
+def test_the_bundle_records_every_files_checksum(built):
+    from uniret.registry.integrity import SUMS, read_checksums, verify_bundle
+
+    ctx, _ = built
+    bundle = ctx.stage_dir("index") / "bundle"
+    files = sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file() and p.name != SUMS)
+    assert sorted(read_checksums(bundle)) == files and "onnx/query.onnx" in files
+    assert verify_bundle(bundle) == len(files)

@@ -17,7 +17,7 @@ def _collect(args: argparse.Namespace) -> int:
     from uniret.ops.results_collect import collect
 
     demo = collect(Path(args.artifacts), Path(args.results), args.served, args.demo_seconds, args.also,
-                   args.metric, args.resamples)
+                   args.metric, args.resamples, provenance=args.provenance)
     print(f"results: {args.results}/demo.json, evaluate/ and significance/ written "
           f"(served {demo['served_mode']}, heads {', '.join(demo['heads']) or 'none'}); "
           f"now `uniret results render --write`")
@@ -63,6 +63,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="another system to compare the served mode with (repeatable; BM25 and the heads always are)")
     c.add_argument("--demo-seconds", type=float, default=None,
                    help="wall seconds of the demo as measured (e.g. by /usr/bin/time); default: the stages' sum is shown")
+    c.add_argument("--provenance", default=None,
+                   help="how the figures were made when not by one cold demo (e.g. a DAG resumed at a stage); "
+                        "shown instead of the demo's time")
     c.add_argument("--metric", default="ndcg@10")
     c.add_argument("--resamples", type=int, default=10000, help="bootstrap resamples (default: 10000)")
     c.set_defaults(func=_collect)

@@ -80,8 +80,9 @@ class FusionConfig:
     # documents); `lucene` searches the BM25 index (why memory: E43)
     fast_bm25: Literal["memory", "lucene"] = "memory"
     # hybrid_fast's dense route over a flat index: fast_shortlist x fast_depth candidates from 4-bit
-    # PQ fast-scan codes, ranked by their exact scores; 0 scans every vector (why 1.5: E44)
-    fast_shortlist: float = 1.5
+    # PQ fast-scan codes, ranked by their exact scores; 0 scans every vector, the ranking Milvus's
+    # FLAT index gives (a shortlist's missed tail moves the min-max fusion's scale: why 0, E51)
+    fast_shortlist: float = 0.0
     # dense_feedback: BM25's top feedback_docs documents, their unit mean vector added to the static
     # query vector at feedback_weight (Rocchio with BM25 as the first pass; why 3 and 0.5: E46)
     feedback_docs: int = 3

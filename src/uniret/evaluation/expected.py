@@ -8,6 +8,7 @@ A reference file (YAML) pins what one system must score on each dataset:
     recipe: hybrid              # optional: only runs of this recipe are held to it
     datasets:
       scifact: {ndcg@10: 0.676, recall@100: 0.9}
+      scifact:novel: {ndcg@10: 0.67}   # a subset of the evaluate stage's `overlap` section (seen / novel)
 
 A score too far BELOW the reference is a regression; too far ABOVE is flagged as well, since
 it usually means the setup changed (other data, leakage, different tokenization).
@@ -25,6 +26,7 @@ import yaml
 
 from uniret.config.loader import ConfigError
 from uniret.core.metric_names import parse_metric
+from uniret.evaluation.overlap_scores import OVERLAP_KEY
 from uniret.utils.text import excerpt
 
 ALLOWED_KEYS = frozenset({"system", "tolerance", "source", "recipe", "datasets"})
@@ -88,12 +90,19 @@ def load_expected(path: str | os.PathLike) -> Expected:
     return Expected(path, system, tolerance, scores, str(raw.get("source") or ""), recipe)
 
 
+def _systems(metrics: dict[str, Any], key: str) -> dict[str, Any] | None:
+    """{system: {metric: value}} of a dataset ("scifact") or of its overlap subset ("scifact:novel")."""
+    dataset, _, subset = key.partition(":")
+    if not subset:
+        return metrics.get("datasets", {}).get(dataset)
+    return ((metrics.get(OVERLAP_KEY) or {}).get(dataset) or {}).get(subset)
+
+
 def compare(metrics: dict[str, Any], expected: Expected) -> list[str]:
     """Failures of a metrics.json document against one reference; [] when everything is within tolerance."""
     failures = []
-    measured_all = metrics.get("datasets", {})
     for dataset, refs in expected.scores.items():
-        systems = measured_all.get(dataset)
+        systems = _systems(metrics, dataset)
         if systems is None:
             failures.append(f"{expected.system} {dataset}: dataset not evaluated (reference in {expected.path})")
             continue

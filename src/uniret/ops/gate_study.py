@@ -11,8 +11,9 @@ the point `threshold` rule and the `paired` one, and writes study.json and study
 
 - equal pairs: every ordered pair of `equal` candidates, each as production and as candidate: a
   block is a false block;
-- worse and better candidates against every equal one: the true loss (point difference) and whether
-  each rule blocked;
+- worse and better candidates against every equal one, and every equal one against each worse one as
+  production (a better candidate: a real improvement must pass): the true difference (point
+  difference) and whether each rule blocked;
 - the smallest loss each rule catches 95% of the time, per dataset and pooled, simulated from the
   equal pairs' per-query differences (uniret.evaluation.noninferiority.detectable_loss; for the
   threshold rule the same simulation with its bound, the point difference, against max_regression).
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +105,25 @@ def _diffs(a: dict, b: dict, dataset: str) -> np.ndarray:
     return np.array([b[dataset][q] - a[dataset][q] for q in sorted(a[dataset])])
 
 
+def retrain_noise(equal: dict[str, dict], datasets: list[str], zero_shot: list[str]) -> dict[str, dict[str, float]]:
+    """Per dataset (and the zero-shot macro): the standard deviation of the equal retrains' means
+    (sample, ddof 1) and the margin it implies, 1.645 x sqrt(2) x sd rounded up to 0.001: a loss two equal
+    retrains exceed one way only 5% of the time by retraining noise alone (normal approximation), so a
+    margin that size keeps the paired rule from blocking a retrain for its seed (E50)."""
+    if len(equal) < 3:
+        return {}
+    means = {n: {d: float(np.mean(list(s[d].values()))) for d in datasets} for n, s in equal.items()}
+    for row in means.values():
+        if zero_shot:
+            row["zero_shot_macro"] = float(np.mean([row[d] for d in zero_shot]))
+    out = {}
+    for key in [*datasets, *(["zero_shot_macro"] if zero_shot else [])]:
+        sd = float(np.std([row[key] for row in means.values()], ddof=1))
+        out[key] = {"sd": round(sd, 5), "range": round(max(r[key] for r in means.values()) - min(r[key] for r in means.values()), 5),
+                    "margin": math.ceil(1.645 * math.sqrt(2) * sd * 1000 - 1e-9) / 1000}
+    return out
+
+
 def study(root: Path, cfg: GateConfig, train_dataset: str) -> dict[str, Any]:
     """Gate every pair (see the module doc) and simulate the detectable losses."""
     listed, scores = load_candidates(root)
@@ -114,13 +135,17 @@ def study(root: Path, cfg: GateConfig, train_dataset: str) -> dict[str, Any]:
     for prod, cand in itertools.permutations(equal, 2):
         pairs.append({"production": prod, "candidate": cand, **gate_pair(cfg, scores[prod], scores[cand], train_dataset)})
     others = []
-    for cand in (n for n, e in listed.items() if e["kind"] != "equal"):
-        for prod in equal:
-            verdicts = gate_pair(cfg, scores[prod], scores[cand], train_dataset)
-            loss = {"zero_shot_macro": _loss(scores[prod], scores[cand], zero_shot),
-                    **{d: _loss(scores[prod], scores[cand], [d]) for d in datasets}}
-            others.append({"production": prod, "candidate": cand, "kind": listed[cand]["kind"],
-                           "diff": {k: round(v, 5) for k, v in loss.items()}, **verdicts})
+    # a worse or better candidate against each equal one; and each equal one against a worse production
+    # (a real improvement, the nightly after a bad model shipped: it must pass)
+    made = [(n, e["kind"]) for n, e in listed.items() if e["kind"] != "equal"]
+    matches = [(prod, cand, kind) for cand, kind in made for prod in equal]
+    matches += [(prod, cand, "better") for prod, kind in made if kind == "worse" for cand in equal]
+    for prod, cand, kind in matches:
+        verdicts = gate_pair(cfg, scores[prod], scores[cand], train_dataset)
+        loss = {"zero_shot_macro": _loss(scores[prod], scores[cand], zero_shot),
+                **{d: _loss(scores[prod], scores[cand], [d]) for d in datasets}}
+        others.append({"production": prod, "candidate": cand, "kind": kind,
+                       "diff": {k: round(v, 5) for k, v in loss.items()}, **verdicts})
     detectable: dict[str, dict[str, float]] = {}
     if len(equal) >= 2:
         groups = {**{d: [d] for d in datasets}, POOLED: zero_shot}
@@ -145,6 +170,7 @@ def study(root: Path, cfg: GateConfig, train_dataset: str) -> dict[str, Any]:
                for rule in RULES}
     return {"candidates": listed, "datasets": datasets, "zero_shot": zero_shot, "summary": summary,
             "equal_pairs": pairs, "other_pairs": others, "detectable_loss_95": detectable,
+            "noise": retrain_noise({n: scores[n] for n in equal}, datasets, zero_shot),
             "gate": {k: v for k, v in dataclasses.asdict(cfg).items() if k.startswith(("regression", "max_regression",
                                                                                      "pooled"))}}
 
@@ -163,7 +189,15 @@ def render(doc: dict[str, Any]) -> str:
     for name in (n for n in [*doc["datasets"], POOLED] if n in found):
         v = found[name]
         lines.append(f"| {name} | {v.get('paired', '–')} | {v.get('threshold', '–')} |")
-    lines += ["", "## Worse and better candidates against each equal one", "",
+    if doc.get("noise"):
+        lines += ["", "## Retraining noise: the equal candidates' means", "",
+                  "sd: their standard deviation; margin: 1.645 x sqrt(2) x sd, a loss two equal retrains exceed "
+                  "one way 5% of the time (the margin the paired rule needs not to block a retrain for its seed).",
+                  "", "| set | sd | range | margin |", "| --- | ---: | ---: | ---: |"]
+        for name, row in doc["noise"].items():
+            lines.append(f"| {name} | {row['sd']:.4f} | {row['range']:.4f} | {row['margin']:.3f} |")
+    lines += ["", "## Worse and better candidates against each equal one (better: also each equal one against a worse "
+              "production)", "",
               "| candidate | kind | production | zero-shot macro diff | " + " | ".join(f"{d} diff" for d in doc["datasets"])
               + " | threshold | paired |", "|" + " --- |" * (6 + len(doc["datasets"]))]
     for o in doc["other_pairs"]:

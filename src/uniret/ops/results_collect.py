@@ -89,8 +89,10 @@ def _served(bundle_manifest: dict[str, Any], served: str | None, path: Path) -> 
     return mode, [r for r in fused if r not in BM25_SIGNALS], model.get("recipe")
 
 
-def demo_record(artifacts: Path, served: str | None = None, demo_seconds: float | None = None) -> dict[str, Any]:
-    """What results/demo.json says about the demo whose artifacts these are."""
+def demo_record(artifacts: Path, served: str | None = None, demo_seconds: float | None = None,
+                provenance: str | None = None) -> dict[str, Any]:
+    """What results/demo.json says about the demo whose artifacts these are (`provenance`: how the
+    figures were made when not by one cold demo; the tables show it instead of the demo's time)."""
     evaluate = _read_json(artifacts / "evaluate" / MANIFEST)
     bundle_path = artifacts / "index" / "bundle" / "manifest.json"
     mode, heads, recipe = _served(_read_json(bundle_path), served, bundle_path)
@@ -115,17 +117,19 @@ def demo_record(artifacts: Path, served: str | None = None, demo_seconds: float 
         "datasets": data.get("eval_datasets"),  # the table's column order
         "demo_seconds": round(demo_seconds) if demo_seconds is not None else None,
         "stage_seconds": seconds,
+        **({"provenance": provenance} if provenance else {}),
     }
 
 
 def collect(artifacts: Path, out: Path, served: str | None = None, demo_seconds: float | None = None,
-            also: Sequence[str] = (), metric: str = "ndcg@10", resamples: int = 10000, seed: int = 0) -> dict[str, Any]:
+            also: Sequence[str] = (), metric: str = "ndcg@10", resamples: int = 10000, seed: int = 0,
+            provenance: str | None = None) -> dict[str, Any]:
     """Write demo.json, evaluate/ and significance/ of `artifacts` into `out` (see module doc); returns demo.json.
 
     Nothing is replaced until every file is written; bench/ and other files in `out` stay as they are.
     """
     artifacts, out = Path(artifacts), Path(out)
-    demo = demo_record(artifacts, served, demo_seconds)
+    demo = demo_record(artifacts, served, demo_seconds, provenance)
     evaluated = artifacts / "evaluate"
     metrics = _read_json(evaluated / METRICS_JSON)
     datasets = list(metrics.get("datasets") or {})

@@ -139,14 +139,13 @@ class BundleSource:
         return Path(path).name
 
     def verified_loader(self, loader):
-        """`loader` preceded, for a registry source, by the check of the bundle's recorded checksums."""
-        if self.registry_root is None:
-            return loader
-
+        """`loader` preceded by the check of the bundle's recorded checksums: always for a registry
+        source, and for a served folder that has them (the index stage records them)."""
         def load(path: Path):
-            from uniret.registry.integrity import verify_bundle
+            from uniret.registry.integrity import SUMS, verify_bundle
 
-            verify_bundle(path)  # IntegrityError: the state reports it and keeps the old bundle
+            if self.registry_root is not None or (Path(path) / SUMS).is_file():
+                verify_bundle(path)  # IntegrityError: the state reports it and keeps the old bundle
             return loader(path)
 
         return load

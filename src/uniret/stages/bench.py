@@ -18,6 +18,7 @@ from uniret.bench.report import JSON_FILE
 from uniret.bench.runner import SECTIONS, run_bench
 from uniret.config.serving import BenchConfig
 from uniret.registry.gate import latency_mode, resolve_gate_config
+from uniret.registry.integrity import verified_bundle
 from uniret.runtime import VALIDATED_DATA, StageContext, stage_output
 
 log = logging.getLogger("uniret.bench")
@@ -68,6 +69,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
     bundle = ctx.require("index") / BUNDLE
     if not (bundle / "manifest.json").is_file():
         raise FileNotFoundError(f"{bundle}: no index bundle; run `uniret index` first")
+    verified_bundle(bundle, None, "not measured")  # the index stage's checksums, before any timing
     mode = latency_mode(resolve_gate_config(ctx.params))
     base: BenchConfig = ctx.params.section("bench")
     cfg = stage_config(base, mode)

@@ -25,6 +25,7 @@ from uniret.evaluation.overlap_scores import OVERLAP_KEY, dataset_split, overlap
 from uniret.evaluation.scoring import score_systems
 from uniret.evaluation.sources import RUN_SOURCES, RunSource, collect_runs, load_source
 from uniret.evaluation.tables import metrics_table
+from uniret.registry.integrity import verified_bundle
 from uniret.runtime import VALIDATED_DATA, StageContext, stage_output
 
 log = logging.getLogger("uniret.evaluation")
@@ -110,6 +111,8 @@ def run(ctx: StageContext) -> dict[str, Any]:
     if missing and not sliced:  # the check will run: fail before minutes of encoding, not after
         raise FileNotFoundError(f"evaluate.expected_scores: file(s) not found: {', '.join(missing)}")
     inputs.update({f"expected:{p.name}": p for p in expected if p.is_file()})
+    if inputs.get("bundle") is not None and Path(inputs["bundle"]).is_dir():  # its checksums, before minutes of work
+        verified_bundle(inputs["bundle"], None, "not evaluated")
     with stage_output(ctx, STAGE, sections=["data", STAGE], inputs=inputs) as (out, manifest):
         try:
             runs, source_report = collect_runs(ctx, sources)

@@ -26,6 +26,7 @@ from uniret.evaluation.fusion_learning import learn_fusion
 from uniret.export.onnx import export_encoders
 from uniret.export.parity import RememberingEncoder, check_parity
 from uniret.export.quantize import quantize_doc_encoder, quantize_query_encoder
+from uniret.registry.integrity import write_checksums
 from uniret.retrieval.bundle import BM25_DIR, FORMAT_VERSION, MANIFEST, ONNX_DIR, TOKENIZER_DIR
 from uniret.retrieval.bundle_write import write_bm25_weights, write_index_structures
 from uniret.retrieval.encoding import TorchTextEncoder
@@ -270,6 +271,9 @@ def run(ctx: StageContext) -> dict[str, Any]:
                 "static_query": static_meta,
             },
         )
+        # every file's sha256, as at promotion: a copy of this bundle damaged later is refused by
+        # whatever reads it to measure or publish it (evaluate, bench, export), before any work
+        write_checksums(bundle)
         manifest["metrics"] = {**metrics, "parity": parity, "query_int8_used": int8["used"],
                                "doc_int8_used": int8_docs["used"], "fusion": fusion, "static_query": static_meta}
     log.info("index: bundle of %d docs -> %s", metrics["num_docs"], ctx.stage_dir(STAGE) / BUNDLE)
