@@ -112,14 +112,13 @@ def retrain_noise(equal: dict[str, dict], datasets: list[str], zero_shot: list[s
     margin that size keeps the paired rule from blocking a retrain for its seed (E50)."""
     if len(equal) < 3:
         return {}
-    means = {n: {d: float(np.mean(list(s[d].values()))) for d in datasets} for n, s in equal.items()}
-    for row in means.values():
-        if zero_shot:
-            row["zero_shot_macro"] = float(np.mean([row[d] for d in zero_shot]))
+    means = {d: np.array([np.mean(list(s[d].values())) for s in equal.values()]) for d in datasets}
+    if zero_shot:
+        means["zero_shot_macro"] = np.mean([means[d] for d in zero_shot], axis=0)
     out = {}
-    for key in [*datasets, *(["zero_shot_macro"] if zero_shot else [])]:
-        sd = float(np.std([row[key] for row in means.values()], ddof=1))
-        out[key] = {"sd": round(sd, 5), "range": round(max(r[key] for r in means.values()) - min(r[key] for r in means.values()), 5),
+    for key, values in means.items():
+        sd = float(np.std(values, ddof=1))
+        out[key] = {"sd": round(sd, 5), "range": round(float(np.ptp(values)), 5),
                     "margin": math.ceil(1.645 * math.sqrt(2) * sd * 1000 - 1e-9) / 1000}
     return out
 

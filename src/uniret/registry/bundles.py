@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from uniret.registry.errors import RegistryError
-from uniret.registry.integrity import SUMS, IntegrityError, is_version_name, verify_bundle, write_checksums
+from uniret.registry.integrity import is_version_name, verified_bundle, write_checksums
 from uniret.registry.pointer import BUNDLES, now_iso
 from uniret.utils.files import atomic_write_json, hash_path, make_temp_dir
 
@@ -79,11 +79,7 @@ def publish(
     content hash (e.g. the per-query scores of its evaluation, EVALUATION_DIR).
     """
     source, bundles = Path(source), Path(root) / BUNDLES
-    if (source / SUMS).is_file():  # the index stage's own checksums: a bundle damaged since is not published
-        try:
-            verify_bundle(source)
-        except IntegrityError as exc:
-            raise IntegrityError(f"{source}: bundle {exc}; not published") from exc
+    verified_bundle(source, None, "not published")  # the index stage's checksums: a bundle damaged since
     manifest = read_manifest(source)
     content_hash = content_hash or hash_path(source)
     version = version or f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{content_hash[:HASH_PREFIX]}"
