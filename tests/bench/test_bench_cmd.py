@@ -19,12 +19,12 @@ def bench_out(tiny_bundle, shared_data, repo_root, tmp_path_factory):
     code = main(["bench", "--params", str(repo_root / "params.yaml"), "--profile", "tiny", "--data", str(shared_data),
                  "--bundle", str(tiny_bundle), "--out", str(out)])
     assert code == 0
-    return json.loads((out / "bench.json").read_text()), (out / "bench.md").read_text()
+    return json.loads((out / "bench.json").read_text()), (out / "bench.md").read_text(), out
 
 
 @pytest.mark.slow
 def test_every_section_is_measured(bench_out):
-    result, _ = bench_out
+    result = bench_out[0]
     for name in SECTIONS:
         assert "skipped" not in result[name], (name, result[name].get("skipped"))
     assert result["machine"]["cpu_cores"] >= 1 and result["machine"]["cpu_model"]
@@ -47,7 +47,7 @@ def test_modes_section_has_latency_and_ndcg_for_every_mode(bench_out, repo_root)
 
 @pytest.mark.slow
 def test_encoder_and_size_sections(bench_out):
-    result, _ = bench_out
+    result = bench_out[0]
     enc = result["encoders"]
     for name in ("torch", "onnx"):
         assert enc["query_batch1"][name]["n"] == 10 and enc["query_batch1"][name]["p50_ms"] > 0
@@ -84,7 +84,7 @@ def test_http_section_served_every_level_without_failures(bench_out, repo_root):
 
 @pytest.mark.slow
 def test_markdown_report_has_every_section_and_the_targets(bench_out, repo_root):
-    result, md = bench_out
+    result, md, _ = bench_out
     for header in ("## Targets", "## Retrieval modes", "## Encoders", "## Index sizes", "## Top-N sparsification",
                    "## Serving over HTTP"):
         assert header in md
@@ -94,3 +94,27 @@ def test_markdown_report_has_every_section_and_the_targets(bench_out, repo_root)
                                                        f">= {goal.onnx_speedup_p50}", f"< {goal.http_p95_ms}",
                                                        f">= {goal.http_qps}"]
     assert all(t["measured"] is not None for t in result["targets"])
+
+
+@pytest.mark.slow
+def test_growth_section_times_the_served_mode_beside_lucene_bm25(bench_out, repo_root):
+    result, markdown, out = bench_out
+    growth = result["growth"]
+    cfg = load_params(repo_root / "params.yaml", "tiny").section("bench").growth
+    assert [r["docs"] for r in growth["rows"]] == cfg.sizes
+    for row in growth["rows"]:
+        assert row["modes"]["lucene_bm25"]["n"] == cfg.queries and row["modes"]["lucene_bm25"]["p50_ms"] > 0
+        assert row["served_switches"] == {"sparse": False, "dense": False}  # below retrieval.pruning's sizes
+        for route in ("hybrid_fast", "bm25_memory", "lexical_static", "dense_feedback"):
+            figures = row["modes"][route]
+            assert figures["exhaustive"]["n"] == figures["pruned"]["n"] == figures["served"]["n"] == cfg.queries
+            assert 0.0 <= figures["top10_agreement"] <= 1.0
+            assert figures["served_top10_agreement"] == 1.0  # served here is the exhaustive form itself
+            assert figures["served_p50_vs_lucene_bm25"] > 0
+        assert row["memory_bm25_vs_lucene_top10"] > 0.9  # Lucene's weights in memory rank as Lucene does
+        assert row["served_bytes_per_doc"]["total"] > row["served_bytes_per_doc"]["dense_vectors"] > 0
+        assert all(0.0 <= v <= 1.0 for v in row["shape_ks"].values())
+        assert [p["nprobe"] for p in row["ivf_nprobe"]] == [min(n, p["nlist"]) for n, p in zip(cfg.nprobe_sweep, row["ivf_nprobe"], strict=True)]
+        assert len(row["posting_share"]) == len(cfg.posting_share_sweep) * len(cfg.candidates_sweep)
+    assert (out / "growth.md").is_file() and (out / growth["plot"]).is_file()
+    assert "[growth.md](growth.md)" in markdown

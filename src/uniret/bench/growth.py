@@ -1,237 +1,311 @@
-"""Cost as the corpus grows: latency per mode and index bytes per document at synthetic corpus sizes.
+"""The served mode as the corpus grows: `hybrid_fast` and each of its routes beside Lucene BM25.
 
-Encoding 500k texts is out of reach on 2 CPU cores, so larger corpora are synthesised from the
-bundle's own document VECTORS: each synthetic document copies a random real document and perturbs it.
-- dense: the copied vector plus Gaussian noise (`noise` x the per-dimension std of the corpus),
-  rescaled to the copied vector's norm, so score scales and the neighbourhood structure stay real;
-- sparse: the copied document's term list, a `swap_terms` fraction of its terms replaced by terms
-  drawn by document frequency (posting lists grow like a real corpus's, not as exact copies), its
-  integer impacts scaled by a log-normal factor (sigma `noise`) and kept >= 1.
-Queries are real queries encoded once (query encoding does not depend on the corpus size; the
-modes section times it). Latencies are batch 1, pre-encoded, on the same queries at every size.
+At each size a synthetic corpus (uniret.bench.synthetic: texts, vectors and impacts copied from the
+bundle's own documents) is indexed as the index stage would (a Lucene BM25 index of the texts, its
+term weights read back, the impacts in memory, the vectors in a flat faiss index) and searched
+through `retrieval.modes.build_searchers` with the bundle's static query tables and learned fusion
+weights: what serving runs, query encoding included (the static tables and Lucene's analysis), batch
+1, on the same real queries at every size. Every route is timed in three forms: exhaustive (every
+posting summed, every vector scanned), pruned (posting lists cut to their largest weights with the
+candidates scored exactly, an IVF shortlist of the vectors; retrieval.pruning) and served (what
+params choose at that size: either, or the IVF shortlist alone), each form's top-10 agreement with
+the exhaustive one beside it. Peak and resident memory are the process's.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import io
+import gc
+import itertools
 import logging
-import os
+import resource
+import shutil
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
+import psutil
 
 from uniret.bench.stats import latency_summary
-from uniret.config.retrieval import DenseIndexConfig
+from uniret.bench.synthetic import RealCorpus, SyntheticCorpus, shape_statistics
+from uniret.config.retrieval import PruningConfig
 from uniret.config.serving import GrowthConfig
-from uniret.retrieval.base import QueryBatch
-from uniret.retrieval.dense import DenseSearcher, build_faiss_index
-from uniret.retrieval.encoding import EncodedTexts
+from uniret.retrieval.dense import DenseSearcher, doc_vectors, load_faiss_index
 from uniret.retrieval.faiss_loader import faiss
-from uniret.retrieval.fusion import FusionSearcher
-from uniret.retrieval.lexical import LexicalSearcher, MemoryImpactIndex
-from uniret.retrieval.uni import UniSearcher
+from uniret.retrieval.lexical import MemoryImpactIndex
+from uniret.retrieval.modes import CorpusIndex, build_searchers, pruned_postings
+from uniret.retrieval.postings import Postings
+from uniret.utils.files import make_temp_dir
 
 log = logging.getLogger("uniret.bench")
 
 TOP = 10
 PLOT = "growth.png"
+ROUTES = ("bm25_memory", "lexical_static", "dense_feedback")  # hybrid_fast's routes, in its order
 
 
-@contextmanager
-def all_cores() -> Iterator[None]:
-    """faiss builds on every core, searches keep the (serving) thread count set for the process."""
-    searching = faiss.omp_get_max_threads()
-    faiss.omp_set_num_threads(os.cpu_count() or 1)
-    try:
-        yield
-    finally:
-        faiss.omp_set_num_threads(searching)
+def _mb(nbytes: float) -> float:
+    return round(nbytes / 2**20, 1)
 
 
-def synthesise(vectors: np.ndarray, impacts: sp.csr_matrix, n: int, cfg: GrowthConfig,
-               rng: np.random.Generator) -> tuple[np.ndarray, sp.csr_matrix]:
-    """`n` synthetic documents (dense float32 [n, d], integer impacts CSR [n, vocab]) from the real ones."""
-    base = rng.integers(0, vectors.shape[0], size=n)
-    dense = vectors[base] + rng.standard_normal((n, vectors.shape[1]), dtype=np.float32) * (
-        cfg.noise * vectors.std(axis=0, keepdims=True))
-    dense *= (np.linalg.norm(vectors[base], axis=1) / np.maximum(np.linalg.norm(dense, axis=1), 1e-12))[:, None]
-    lengths = np.diff(impacts.indptr)[base]
-    pos = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(
-        impacts.indptr[base] - (np.cumsum(lengths) - lengths), lengths)
-    terms = impacts.indices[pos].astype(np.int64)
-    df = np.bincount(impacts.indices, minlength=impacts.shape[1]).astype(np.float64)
-    swap = rng.random(len(terms)) < cfg.swap_terms
-    terms[swap] = rng.choice(impacts.shape[1], size=int(swap.sum()), p=df / df.sum())
-    weights = np.maximum(1.0, np.rint(impacts.data[pos] * rng.lognormal(0.0, cfg.noise, len(pos))))
-    indptr = np.concatenate([[0], np.cumsum(lengths)])
-    out = sp.csr_matrix((weights.astype(np.float32), terms, indptr), shape=(n, impacts.shape[1]))
-    out.sum_duplicates()  # a swapped-in term may repeat one the document has
-    return np.ascontiguousarray(dense, dtype=np.float32), out
+def _rss() -> int:
+    return psutil.Process().memory_info().rss
 
 
-def _time(search, batches: list[QueryBatch]) -> tuple[dict, list]:
-    search(batches[0])  # warm-up
-    latencies, results = [], []
-    for b in batches:
+def _peak_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kilobytes on Linux
+
+
+def real_corpus(bundle, data_root: Path) -> RealCorpus:
+    """The bundle's documents in every form: vectors and impacts from the bundle, texts from its dataset."""
+    import scipy.sparse as sp
+
+    from uniret.data.roots import open_dataset
+
+    path = Path(bundle.path)
+    dataset = open_dataset(data_root, bundle.manifest.get("train_dataset") or "scifact")
+    texts = {d.id: d.contents for d in dataset.iter_corpus()}
+    missing = [d for d in bundle.index.docids if d not in texts]
+    if missing:
+        raise ValueError(f"{dataset.corpus_path}: {len(missing)} of the bundle's doc ids are not in it (first {missing[0]})")
+    return RealCorpus.from_texts(doc_vectors(load_faiss_index(path / "dense.faiss")), sp.load_npz(path / "impacts.npz"),
+                                 [texts[d] for d in bundle.index.docids])
+
+
+def _timed(search, queries: dict[str, str], warmup: int) -> tuple[dict, dict]:
+    """Latency summary of `search({qid: text})` per query (after `warmup` untimed), and the run."""
+    items = list(queries.items())
+    for qid, text in items[:warmup]:
+        search({qid: text})
+    seconds, run = [], {}
+    for qid, text in items:
         start = time.perf_counter()
-        results.append(search(b))
-        latencies.append(time.perf_counter() - start)
-    return latency_summary(latencies), results
+        run.update(search({qid: text}))
+        seconds.append(time.perf_counter() - start)
+    return latency_summary(seconds), run
 
 
-def _npz_bytes(matrix: sp.csr_matrix) -> int:
-    buf = io.BytesIO()
-    sp.save_npz(buf, matrix, compressed=True)
-    return buf.tell()
+def top10_agreement(found: dict, exact: dict) -> float:
+    """Mean over queries of |top-10 of `found` & top-10 of `exact`| / |top-10 of `exact`|."""
+    def top(run: dict, q: str) -> set:
+        return set(sorted(run.get(q, {}), key=lambda d: -run[q][d])[:TOP])
+
+    shares = [len(top(found, q) & top(exact, q)) / max(len(top(exact, q)), 1) for q in exact]
+    return round(float(np.mean(shares)), 4) if shares else 1.0
 
 
-def _recall(found: list[np.ndarray], exact: list[np.ndarray]) -> float:
-    return float(np.mean([len(set(f.tolist()) & set(e.tolist())) / max(len(e), 1) for f, e in zip(found, exact, strict=True)]))
+class _Forms:
+    """hybrid_fast's searchers over one corpus, switchable between the exhaustive and pruned forms."""
+
+    def __init__(self, index: CorpusIndex, bundle, pruned_cfg):
+        self.index, self.cfg = index, pruned_cfg
+        self.holders = [index.impacts]  # what holds each sparse route's posting lists
+        self.full = [index.impacts.postings]
+        self.searchers = build_searchers(index, pruned_cfg, None, bundle.bm25, modes=["bm25", "hybrid_fast"])
+        self.fast = self.searchers["hybrid_fast"]
+        self.routes = dict(zip(ROUTES, self.fast.searchers, strict=True))
+        bm25 = self.routes["bm25_memory"]
+        self.holders.append(bm25)
+        self.full.append(Postings(bm25.doc_weights))
+        self.pruned = [h.postings for h in self.holders]
+        self.static_route = self.routes["dense_feedback"].route
+        self.ivf_dense = self.static_route.inner
+        self.flat_dense = DenseSearcher(index.dense, index.docids, vectors=index.doc_vectors)
+
+    def use(self, sparse: bool, dense: bool | None = None) -> None:
+        """Cut posting lists (`sparse`) and the IVF shortlist (`dense`, default: as `sparse`) on or off."""
+        for holder, full, cut in zip(self.holders, self.full, self.pruned, strict=True):
+            holder.postings = cut if sparse else full
+        self.static_route.inner = self.ivf_dense if (sparse if dense is None else dense) else self.flat_dense
+
+    def cut_at(self, share: float, candidates: int) -> None:
+        """The pruned form's posting lists cut at `share`, `candidates` rescored, instead of params'."""
+        cfg = dataclasses.replace(self.cfg, pruning=dataclasses.replace(self.cfg.pruning, posting_share=share,
+                                                                        sparse_candidates=candidates,
+                                                                        candidates_share=0.0))
+        self.pruned = [pruned_postings(h.doc_impacts if h is self.index.impacts else h.doc_weights, cfg)
+                       for h in self.holders]
 
 
-def measure_size(dense: np.ndarray, impacts: sp.csr_matrix, queries: EncodedTexts, quant: float, uni_k: int,
-                 cfg: GrowthConfig, dense_cfg: DenseIndexConfig) -> dict:
-    """Latency per mode, bytes per doc and dense recall@10 (vs Flat) on one synthetic corpus."""
-    n = dense.shape[0]
-    docids = [f"s{i}" for i in range(n)]
-    batches = []
-    for i in range(len(queries)):
-        b = QueryBatch([f"q{i}"], [""])
-        b.encoded = EncodedTexts(dense=queries.dense[i:i + 1], sparse=queries.sparse[i:i + 1])
-        batches.append(b)
-    row: dict = {"docs": n, "modes": {}, "bytes_per_doc": {}, "build_seconds": {}, "recall@10_vs_flat": {}}
+def _index_corpus(corpus: SyntheticCorpus, bundle, work: Path, row: dict) -> CorpusIndex:
+    """The structures serving holds for `corpus`, with build seconds per document in `row`."""
+    from uniret.data.beir import Document
+    from uniret.lexical.bm25 import index_documents
+    from uniret.retrieval.bm25_memory import read_bm25_weights
+
+    n, build = corpus.n, row["build_seconds_per_doc"]
     start = time.perf_counter()
-    lexical = MemoryImpactIndex.from_impacts(docids, impacts, quant)
-    row["build_seconds"]["lexical"] = round(time.perf_counter() - start, 2)
-    post = lexical.postings
-    row["bytes_per_doc"]["lexical_memory"] = round((post.data.nbytes + post.indices.nbytes + post.indptr.nbytes) / n, 1)
-    row["bytes_per_doc"]["impacts_npz"] = round(_npz_bytes(impacts) / n, 1)
-    row["mean_active_terms_doc"] = round(float(np.diff(impacts.indptr).mean()), 2)
-    lex = LexicalSearcher(lexical)
-    row["modes"]["lexical"], _ = _time(lambda b: lex.search_arrays(b, TOP), batches)
-    exact = None
-    searchers = {}
-    for kind in cfg.dense_types:
-        kind_cfg = dataclasses.replace(dense_cfg, type=kind, use_gpu=False,
-                                       hnsw_ef_construction=cfg.hnsw_ef_construction)
-        start = time.perf_counter()
-        with all_cores():
-            index = build_faiss_index(dense, kind_cfg)
-        row["build_seconds"][f"dense_{kind}"] = round(time.perf_counter() - start, 2)
-        row["bytes_per_doc"][f"dense_{kind}"] = round(len(faiss.serialize_index(index)) / n, 1)
-        searchers[kind] = DenseSearcher(index, docids)
-        row["modes"][f"dense_{kind}"], hits = _time(lambda b, s=searchers[kind]: s.search_arrays(b, TOP), batches)
-        rows = [h[0][0] for h in hits]
-        if kind == "flat":
-            exact = rows
-        elif exact is not None:
-            row["recall@10_vs_flat"][kind] = round(_recall(rows, exact), 4)
-    if "seismic" in cfg.sparse_engines and n > cfg.seismic_max_docs:
-        row["seismic"] = {"skipped": f"{n} docs > seismic_max_docs {cfg.seismic_max_docs} (its build time)"}
-    elif "seismic" in cfg.sparse_engines:
-        row.update(seismic_figures(impacts, queries, quant, batches, lex, cfg))
-    uni = UniSearcher(lexical, dense, uni_k)
-    row["modes"]["uni"], _ = _time(lambda b: uni.search_batch(b, TOP), batches)
-    dense_part = searchers.get("flat") or next(iter(searchers.values()))
-    hybrid = FusionSearcher([lex, dense_part], "hybrid", uni_k)
-    row["modes"]["hybrid"], _ = _time(lambda b: hybrid.search_batch(b, TOP), batches)
+    bm25_dir = work / "bm25"
+    index_documents((Document(i, "", t) for i, t in corpus.texts()), bm25_dir, bundle.bm25, total=n)
+    build["lucene_bm25"] = (time.perf_counter() - start) / n
+    row["bytes_per_doc"] = {"lucene_bm25_disk": round(sum(p.stat().st_size for p in bm25_dir.rglob("*")
+                                                            if p.is_file()) / n, 1)}
+    start = time.perf_counter()
+    weights = read_bm25_weights(bm25_dir, bundle.bm25, corpus.docids)
+    build["bm25_weights"] = (time.perf_counter() - start) / n
+    start = time.perf_counter()
+    impacts = corpus.impacts()
+    row["shape_ks"] = shape_statistics(corpus, impacts)
+    memory = MemoryImpactIndex.from_impacts(corpus.docids, impacts, bundle.retrieval.lexical.quant)
+    del impacts
+    build["impacts"] = (time.perf_counter() - start) / n
+    start = time.perf_counter()
+    flat = faiss.IndexFlatIP(corpus.real.vectors.shape[1])
+    flat.add(corpus.dense())
+    build["dense_flat"] = (time.perf_counter() - start) / n
+    return CorpusIndex(docids=corpus.docids, dense=flat, doc_vectors=doc_vectors(flat), lexical=memory,
+                       impacts=memory, bm25_dir=bm25_dir, bm25_weights=weights,
+                       fusion_weights=bundle.index.fusion_weights, static_query=bundle.index.static_query)
+
+
+def measure_size(real: RealCorpus, bundle, pruning: PruningConfig, n: int, queries: dict[str, str],
+                 cfg: GrowthConfig, work: Path) -> dict:
+    """One corpus size: build costs, memory, and each route's latency and agreement in both forms."""
+    retrieval = bundle.retrieval
+    row: dict = {"docs": n, "build_seconds_per_doc": {}, "modes": {}}
+    corpus = SyntheticCorpus(real, n, cfg.noise, cfg.swap_terms, cfg.seed)
+    gc.collect()
+    before = _rss()
+    index = _index_corpus(corpus, bundle, work, row)
+    # every form measured at every size: pruning built here for all, switched per form by `_Forms.use`;
+    # the BM25 route in memory at every size (the in-memory route is what pruning changes)
+    pruned_cfg = dataclasses.replace(retrieval, memory_max_docs=max(n, retrieval.memory_max_docs),
+                                     pruning=dataclasses.replace(pruning, sparse_min_docs=0, dense_min_docs=0))
+    start = time.perf_counter()
+    forms = _Forms(index, bundle, pruned_cfg)
+    row["build_seconds_per_doc"]["searchers"] = (time.perf_counter() - start) / n
+    row["build_seconds_per_doc"] = {k: float(f"{v:.3g}") for k, v in row["build_seconds_per_doc"].items()}
+    gc.collect()
+    row["rss_bytes_per_doc"] = round((_rss() - before) / n, 1)
+    row["served_bytes_per_doc"] = _served_bytes(forms, n, pruning)
+    row["peak_rss_mb"] = _mb(_peak_rss())
+    depth = retrieval.fusion.fast_depth
+    timed = {"hybrid_fast": (forms.fast, TOP), **{r: (s, depth) for r, s in forms.routes.items()}}
+    row["modes"]["lucene_bm25"], lucene = _timed(lambda q: forms.searchers["bm25"].search(q, TOP), queries, cfg.warmup)
+    runs: dict[str, dict] = {}
+    base = row["modes"]["lucene_bm25"]["p50_ms"]
+    # exhaustive, everything pruned, and what params serve at this size (either, or the IVF alone)
+    served_switches = (pruning.sparse(n), pruning.dense(n))
+    for form, switches in (("exhaustive", (False, False)), ("pruned", (True, True)), ("served", served_switches)):
+        forms.use(*switches)
+        for name, (searcher, k) in timed.items():
+            summary, runs[f"{name}/{form}"] = _timed(lambda q, s=searcher, k=k: s.search(q, k), queries, cfg.warmup)
+            row["modes"].setdefault(name, {})[form] = summary
+    row["served_switches"] = {"sparse": served_switches[0], "dense": served_switches[1]}
+    for name, figures in row["modes"].items():
+        if name == "lucene_bm25":
+            continue
+        figures["top10_agreement"] = top10_agreement(runs[f"{name}/pruned"], runs[f"{name}/exhaustive"])
+        figures["served_top10_agreement"] = top10_agreement(runs[f"{name}/served"], runs[f"{name}/exhaustive"])
+        figures["served_p50_vs_lucene_bm25"] = round(figures["served"]["p50_ms"] / base, 3)
+    row["memory_bm25_vs_lucene_top10"] = top10_agreement(runs["bm25_memory/exhaustive"], lucene)
+    row["ivf_nprobe"] = _nprobe_sweep(forms, queries, runs["dense_feedback/exhaustive"], cfg, depth)
+    row["posting_share"] = _share_sweep(forms, queries, runs, cfg, depth, pruning)
+    log.info("growth %d docs: %s", n, row)
     return row
 
 
-def seismic_figures(impacts: sp.csr_matrix, queries: EncodedTexts, quant: float, batches: list[QueryBatch],
-                    exact: LexicalSearcher, cfg: GrowthConfig) -> dict:
-    """Seismic (approximate learned-sparse retrieval, pyseismic-lsr) on the same impacts and queries:
-    build time, p50 latency and recall@10 against the exact in-memory index."""
-    try:
-        from seismic import SeismicDataset, SeismicIndex, get_seismic_string
-    except ImportError:
-        return {"seismic": {"skipped": "pyseismic-lsr is not installed"}}
-    from uniret.retrieval.sparse import quantize
-
-    text = get_seismic_string()  # the token dtype its bindings expect
-    start = time.perf_counter()
-    dataset = SeismicDataset()
-    for i in range(impacts.shape[0]):
-        lo, hi = impacts.indptr[i], impacts.indptr[i + 1]
-        dataset.add_document(str(i), impacts.indices[lo:hi].astype(str).astype(text),
-                             impacts.data[lo:hi].astype(np.float32))
-    index = SeismicIndex.build_from_dataset(dataset, n_postings=cfg.seismic_n_postings)
-    build = round(time.perf_counter() - start, 2)
-    q = quantize(queries.sparse, quant)
-
-    def search(i: int):
-        lo, hi = q.indptr[i], q.indptr[i + 1]
-        terms = q.indices[lo:hi].astype(str).astype(text)
-        return index.search(str(i), terms, q.data[lo:hi].astype(np.float32), TOP, max(hi - lo, 1), cfg.seismic_heap_factor)
-
-    position = {id(b): i for i, b in enumerate(batches)}
-    summary, hits = _time(lambda b: search(position[id(b)]), batches)
-    found = [np.array([int(h[2]) for h in res], dtype=np.int64) for res in hits]
-    want = [exact.search_arrays(b, TOP)[0][0] for b in batches]
-    return {"seismic": {**summary, "build_seconds": build, "recall@10_vs_exact": round(_recall(found, want), 4),
-                        "n_postings": cfg.seismic_n_postings, "heap_factor": cfg.seismic_heap_factor}}
+def _nbytes(*arrays) -> int:
+    return sum(a.nbytes for a in arrays)
 
 
-def choose_dense(row: dict, cfg: GrowthConfig) -> str:
-    """The fastest dense index whose recall@10 against Flat reaches `min_recall` (Flat is exact)."""
-    ok = ["flat"] + [k for k, r in row["recall@10_vs_flat"].items() if r >= cfg.min_recall]
-    timed = {k: row["modes"][f"dense_{k}"]["p50_ms"] for k in ok if f"dense_{k}" in row["modes"]}
-    return min(timed, key=timed.get) if timed else "flat"
+def _served_bytes(forms: _Forms, n: int, pruning: PruningConfig) -> dict:
+    """Bytes per document of each structure serving holds at this size (the forms params choose)."""
+    out = {}
+    for name, full, cut in zip(("impacts", "bm25"), forms.full, forms.pruned, strict=True):
+        forward = cut.fwd_data, cut.fwd_indices, cut.fwd_indptr
+        lists = cut.lists if pruning.sparse(n) else full
+        out[f"{name}_rows"] = round(_nbytes(*forward) / n, 1)
+        out[f"{name}_lists"] = round(_nbytes(lists.data, lists.indices, lists.indptr) / n, 1)
+    vectors = forms.index.doc_vectors
+    out["dense_vectors"] = round(vectors.nbytes / n, 1)
+    if pruning.dense(n):
+        ivf = forms.ivf_dense.index
+        out["dense_ivf"] = round((ivf.ntotal * (vectors.shape[1] * 4 + 8) + ivf.nlist * vectors.shape[1] * 4) / n, 1)
+    out["total"] = round(sum(out.values()), 1)
+    return out
 
 
-def growth_curve(bundle, queries: dict[str, str], cfg: GrowthConfig, out_dir: Path) -> dict:
-    """Rows per corpus size, the dense index chosen at each size, and growth.png in `out_dir`."""
-    from uniret.retrieval.dense import doc_vectors, load_faiss_index
+def _nprobe_sweep(forms: _Forms, queries: dict[str, str], exact: dict, cfg: GrowthConfig, depth: int) -> list[dict]:
+    """The dense route's p50 and top-10 agreement with the scan at each IVF nprobe of the sweep; its BM25
+    feedback from the exhaustive BM25 route, so the figure is the IVF shortlist's alone."""
+    forms.use(False, True)
+    ivf = forms.ivf_dense.index
+    kept, out = ivf.nprobe, []
+    for nprobe in cfg.nprobe_sweep:
+        ivf.nprobe = min(nprobe, ivf.nlist)
+        summary, run = _timed(lambda q: forms.routes["dense_feedback"].search(q, depth), queries, cfg.warmup)
+        out.append({"nprobe": ivf.nprobe, "nlist": ivf.nlist, "p50_ms": summary["p50_ms"],
+                    "top10_agreement": top10_agreement(run, exact)})
+    ivf.nprobe = kept
+    return out
 
-    dense_file, impacts_file = Path(bundle.path) / "dense.faiss", Path(bundle.path) / "impacts.npz"
-    if not dense_file.is_file() or not impacts_file.is_file():
-        raise ValueError(f"{bundle.path}: growth needs a bundle with dense.faiss and impacts.npz")
-    vectors, impacts = doc_vectors(load_faiss_index(dense_file)), sp.load_npz(impacts_file)
-    texts = list(queries.values())[: cfg.queries]
-    encoded = bundle.encoder.encode(texts, is_query=True)
-    rng = np.random.default_rng(cfg.seed)
-    quant = bundle.retrieval.lexical.quant
+
+def _share_sweep(forms: _Forms, queries: dict[str, str], runs: dict, cfg: GrowthConfig, depth: int,
+                 pruning: PruningConfig) -> list[dict]:
+    """The sparse routes' and hybrid_fast's p50 and top-10 agreement at each posting share and candidate
+    count of the sweep (the dense route pruned as params say)."""
+    out = []
+    for share, candidates in itertools.product(cfg.posting_share_sweep, cfg.candidates_sweep):
+        forms.cut_at(share, candidates)
+        forms.use(True, pruning.dense(len(forms.index.docids)))
+        entry: dict = {"posting_share": share, "candidates": candidates, "kept_postings_per_doc": round(
+            sum(len(p.lists.data) for p in forms.pruned) / len(forms.index.docids), 1)}
+        for name, searcher, k in (("bm25_memory", forms.routes["bm25_memory"], depth),
+                                  ("lexical_static", forms.routes["lexical_static"], depth),
+                                  ("hybrid_fast", forms.fast, TOP)):
+            summary, run = _timed(lambda q, s=searcher, k=k: s.search(q, k), queries, cfg.warmup)
+            entry[name] = {"p50_ms": summary["p50_ms"], "top10_agreement": top10_agreement(run, runs[f"{name}/exhaustive"])}
+        out.append(entry)
+    return out
+
+
+def growth_curve(bundle, queries: dict[str, str], cfg: GrowthConfig, out_dir: Path, data_root: Path,
+                 pruning: PruningConfig) -> dict:
+    """Rows per corpus size (see the module doc) and growth.png in `out_dir`; `pruning`: the current
+    params' switch (which form is served at each size)."""
+    real = real_corpus(bundle, data_root)
+    picked = dict(list(queries.items())[: cfg.queries])
     rows = []
     for n in cfg.sizes:
         start = time.perf_counter()
-        dense, sparse = synthesise(np.asarray(vectors, dtype=np.float32), sp.csr_matrix(impacts), n, cfg, rng)
-        row = measure_size(dense, sparse, encoded, quant, bundle.retrieval.uni.k, cfg, bundle.retrieval.dense)
-        row["choice"] = choose_dense(row, cfg)
+        Path(cfg.work_dir).mkdir(parents=True, exist_ok=True)
+        work = make_temp_dir(cfg.work_dir, f"growth-{n}-")
+        try:
+            row = measure_size(real, bundle, pruning, n, picked, cfg, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
         row["seconds"] = round(time.perf_counter() - start, 1)
-        log.info("growth %d docs: %s", n, row)
         rows.append(row)
-    out = {"method": " ".join(__doc__.split("\n\n")[1].split()), "queries": len(texts), "rows": rows,
-           "real_docs": int(vectors.shape[0])}
+        gc.collect()
+    out = {"method": " ".join(__doc__.split("\n\n")[1].split()), "queries": len(picked), "rows": rows,
+           "real_docs": int(real.vectors.shape[0]), "pruning": dataclasses.asdict(pruning),
+           "fast_depth": bundle.retrieval.fusion.fast_depth}
     out["plot"] = plot_growth(rows, Path(out_dir) / PLOT)
     return out
 
 
 def plot_growth(rows: list[dict], path: Path) -> str:
-    """Latency p50 and bytes/doc against corpus size (log-log); returns the file name."""
+    """p50 per route (exhaustive dashed, pruned solid) beside Lucene BM25, against corpus size."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     docs = [r["docs"] for r in rows]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
-    for mode in rows[0]["modes"]:
-        ax1.plot(docs, [r["modes"][mode]["p50_ms"] for r in rows], marker="o", label=mode)
-    for part in rows[0]["bytes_per_doc"]:
-        ax2.plot(docs, [r["bytes_per_doc"][part] for r in rows], marker="o", label=part)
-    for ax, title, unit in ((ax1, "p50 latency (batch 1, pre-encoded)", "ms"), (ax2, "index size", "bytes / doc")):
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("documents (synthetic)")
-        ax.set_ylabel(unit)
-        ax.set_title(title)
-        ax.legend(fontsize=7)
-        ax.grid(True, which="both", alpha=0.3)
+    fig, ax = plt.subplots(figsize=(8, 5))
+    ax.plot(docs, [r["modes"]["lucene_bm25"]["p50_ms"] for r in rows], "k-o", label="Lucene BM25 (top 10)")
+    for (name, color) in zip(("hybrid_fast", *ROUTES), ("C3", "C0", "C1", "C2"), strict=True):
+        for form, style in (("exhaustive", "--"), ("pruned", "-")):
+            ax.plot(docs, [r["modes"][name][form]["p50_ms"] for r in rows], style, color=color, marker=".",
+                    label=f"{name} {form}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("documents (synthetic)")
+    ax.set_ylabel("p50 ms (batch 1, query encoding included)")
+    ax.set_title("The served mode's routes as the corpus grows")
+    ax.legend(fontsize=7)
+    ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)

@@ -9,6 +9,7 @@ from uniret.utils.files import atomic_write_json, atomic_write_text
 
 JSON_FILE = "bench.json"
 MD_FILE = "bench.md"
+GROWTH_JSON, GROWTH_MD = "growth.json", "growth.md"
 
 
 def targets(result: dict, goal: BenchTargets) -> list[dict]:
@@ -54,21 +55,85 @@ def _skipped(section) -> str | None:
 
 
 def _growth_lines(growth: dict) -> list[str]:
-    """Latency and bytes/doc per synthetic corpus size, with the dense index chosen at each."""
-    lines = ["", "## Cost as the corpus grows (synthetic corpora)", ""]
+    """bench.md's pointer to the growth curve (growth.md holds it)."""
+    lines = ["", "## The served mode as the corpus grows (synthetic corpora)", ""]
     if not growth or _skipped(growth):  # an older report, or a run without the section
         return lines + [f"skipped: {_skipped(growth) or 'not run'}"]
+    if "served_switches" not in growth["rows"][0]:  # a curve of an earlier kind (E52's first runs, or before)
+        return lines + [f"an earlier curve of the bare indexes; the served mode's is in [{GROWTH_MD}]({GROWTH_MD})."]
+    return lines + [f"[{GROWTH_MD}]({GROWTH_MD}): " + ", ".join(
+        f"{r['docs']} docs: hybrid_fast {r['modes']['hybrid_fast']['served_p50_vs_lucene_bm25']}x Lucene BM25's p50"
+        for r in growth["rows"]) + "."]
+
+
+def render_growth(growth: dict) -> str:
+    """growth.md: per size, each route's p50 in both forms beside Lucene BM25, agreement, memory, build cost."""
+    m = growth.get("machine", {})
+    lines = ["# The served mode as the corpus grows", "", growth["method"], "",
+             f"{growth['queries']} real queries ({growth.get('dataset', 'scifact')} test), batch 1; "
+             f"{growth['real_docs']} real documents copied; routes taken to depth {growth['fast_depth']} as in "
+             f"hybrid_fast, hybrid_fast and Lucene BM25 to 10. Pruning switch (params retrieval.pruning): "
+             f"{growth['pruning']}.", "",
+             f"Machine: {m.get('cpu_model', '?')}, {m.get('cpu_cores', '?')} cores, {m.get('memory_gb', '?')} GB; "
+             f"run at {growth.get('started_at', '?')} in {growth.get('seconds', '?')} s.", "",
+             f"![growth]({growth['plot']})", "", "## Latency (p50 ms; p95 for the served hybrid_fast)", ""]
+    routes = ["hybrid_fast", "bm25_memory", "lexical_static", "dense_feedback"]
     rows = growth["rows"]
-    modes, parts = list(rows[0]["modes"]), list(rows[0]["bytes_per_doc"])
-    lines += [growth["method"], "", f"{growth['queries']} real queries; {growth['real_docs']} real documents sampled.",
-              "", f"![growth]({growth['plot']})", ""]
-    lines += _table(["docs", *[f"{m} p50 ms" for m in modes], "dense chosen"],
-                    [[r["docs"], *[r["modes"][m]["p50_ms"] for m in modes], r["choice"]] for r in rows])
-    lines += [""]
-    lines += _table(["docs", *[f"{p} B/doc" for p in parts], *[f"{k} recall@10" for k in rows[0]["recall@10_vs_flat"]]],
-                    [[r["docs"], *[r["bytes_per_doc"][p] for p in parts], *r["recall@10_vs_flat"].values()]
+    head = ["docs", "Lucene BM25", "hybrid_fast served (p95)", "served / BM25", "served: cut lists, IVF",
+            "hybrid_fast exh. / pruned"]
+    head += [f"{r} exh. / pruned" for r in routes[1:]]
+    body = []
+    for r in rows:
+        fast = r["modes"]["hybrid_fast"]
+        switches = r["served_switches"]
+        body.append([r["docs"], r["modes"]["lucene_bm25"]["p50_ms"], f"{fast['served']['p50_ms']} ({fast['served']['p95_ms']})",
+                     fast["served_p50_vs_lucene_bm25"], f"{_yes(switches['sparse'])}, {_yes(switches['dense'])}",
+                     *[f"{r['modes'][x]['exhaustive']['p50_ms']} / {r['modes'][x]['pruned']['p50_ms']}" for x in routes]])
+    lines += _table(head, body)
+    lines += ["", "## Agreement, memory, build cost", "",
+              "Top-10 agreement: the pruned form's top 10 against the exhaustive form's, mean over queries "
+              "(dense_feedback's pruned form takes its feedback from the pruned BM25 route; the IVF shortlist "
+              "alone is in the nprobe table). Served B/doc: the arrays serving holds at that size, in the form "
+              "params choose (RAM; Lucene's BM25 index is on disk, mapped). RSS B/doc: the bench process's "
+              "resident memory added while building both forms (JVM included); peak: the process's.", ""]
+    lines += _table(["docs", "served hybrid_fast top-10 agreement", *[f"{x} pruned top-10 agreement" for x in routes],
+                     "served B/doc", "RSS B/doc",
+                     "peak RSS MB", "Lucene BM25 disk B/doc", "build s/doc (Lucene, weights, impacts, vectors, searchers)"],
+                    [[r["docs"], r["modes"]["hybrid_fast"]["served_top10_agreement"],
+                      *[r["modes"][x]["top10_agreement"] for x in routes], r["served_bytes_per_doc"]["total"], r["rss_bytes_per_doc"], r["peak_rss_mb"],
+                      r["bytes_per_doc"]["lucene_bm25_disk"],
+                      ", ".join(f"{v:.2g}" for v in r["build_seconds_per_doc"].values())] for r in rows])
+    parts = list(rows[-1]["served_bytes_per_doc"])
+    lines += ["", "Served bytes per document by structure:", ""]
+    lines += _table(["docs", *parts], [[r["docs"], *[r["served_bytes_per_doc"].get(p, "-") for p in parts]] for r in rows])
+    lines += ["", "## Sparse routes: share of each posting list kept, documents rescored", "",
+              "p50 ms and top-10 agreement with the exhaustive form; hybrid_fast with the dense route as params "
+              "choose at that size.", ""]
+    grid = rows[0]["posting_share"]
+    lines += _table(["docs", *[f"{g['posting_share']:g} / {g['candidates']}: bm25, lexical, hybrid" for g in grid]],
+                    [[r["docs"], *[" / ".join(f"{g[x]['p50_ms']} ms {g[x]['top10_agreement']}"
+                                              for x in ("bm25_memory", "lexical_static", "hybrid_fast"))
+                                   for g in r["posting_share"]]] for r in rows])
+    lines += ["", "## Dense IVF shortlist: lists probed", ""]
+    lines += ["The dense_feedback route alone (its BM25 feedback from the exhaustive BM25 route) through the IVF "
+              "lists at each nprobe (at most the number of lists), against the scan of every vector.", ""]
+    lines += _table(["docs", "lists", *[f"nprobe {p['nprobe']}: p50 ms, agreement" for p in rows[-1]["ivf_nprobe"]]],
+                    [[r["docs"], r["ivf_nprobe"][0]["nlist"], *[f"{p['p50_ms']}, {p['top10_agreement']}" for p in r["ivf_nprobe"]]]
                      for r in rows])
-    return lines
+    lines += ["", "## Synthetic corpus shape (KS statistic against the real corpus; 0 = same distribution)", ""]
+    keys = list(rows[0]["shape_ks"])
+    lines += _table(["docs", *keys], [[r["docs"], *[r["shape_ks"][k] for k in keys]] for r in rows])
+    return "\n".join(lines) + "\n"
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def write_growth(growth: dict, out_dir: Path) -> tuple[Path, Path]:
+    """growth.json and growth.md, atomically, into `out_dir` (growth.png is already there)."""
+    out_dir = Path(out_dir)
+    return atomic_write_json(out_dir / GROWTH_JSON, growth), atomic_write_text(out_dir / GROWTH_MD, render_growth(growth))
 
 
 def render_markdown(result: dict) -> str:

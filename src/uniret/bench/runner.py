@@ -93,7 +93,6 @@ def run_bench(params: Params, bundle_dir: Path, data_root: Path, out_dir: Path, 
     `cfg` defaults to params `bench`; `serving_only` times only the encoder serving runs (ONNX
     queries), as the DAG's bench stage does.
     """
-    from uniret.bench.growth import growth_curve
     from uniret.bench.http_bench import http_latency
     from uniret.bench.modes import bench_modes
     from uniret.bench.sizes import index_sizes
@@ -134,7 +133,7 @@ def run_bench(params: Params, bundle_dir: Path, data_root: Path, out_dir: Path, 
     _guard(result, "sizes", skip, index_sizes, bundle_dir)
     _guard(result, "top_n", skip, top_n_curve, bundle, queries, qrels, cfg.top_n, cfg.k, cfg.eval_k,
            cfg.warmup_queries, cfg.threads)
-    _guard(result, "growth", skip, growth_curve, bundle, queries, cfg.growth, out_dir)
+    _guard(result, "growth", skip, run_growth, params, bundle, queries, cfg, out_dir, data_root)
     _guard(result, "http", skip, http_latency, bundle_dir, params.path, params.profile, list(queries.values()),
            cfg.http, cfg.warmup_queries)
     parts = result["sizes"].get("parts", {})  # sizes may have failed: then no top-level byte figures
@@ -145,6 +144,21 @@ def run_bench(params: Params, bundle_dir: Path, data_root: Path, out_dir: Path, 
     result["seconds"] = round(time.perf_counter() - start, 1)
     write_results(result, out_dir)
     return result
+
+
+def run_growth(params: Params, bundle, queries: dict[str, str], cfg: BenchConfig, out_dir: Path,
+               data_root: Path) -> dict:
+    """The growth curve (uniret.bench.growth) -> growth.{json,md,png} in `out_dir`; returns it."""
+    from uniret.bench.growth import growth_curve
+    from uniret.bench.report import write_growth
+
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    start = time.perf_counter()
+    growth = growth_curve(bundle, queries, cfg.growth, out_dir, data_root, params.section("retrieval").pruning)
+    growth.update(started_at=started, seconds=round(time.perf_counter() - start, 1), machine=machine_info(),
+                  versions=library_versions(), dataset=cfg.dataset)
+    write_growth(growth, out_dir)
+    return growth
 
 
 def default_bundle(params: Params, artifacts: str | None) -> Path:
@@ -190,6 +204,13 @@ def run_from_args(args: argparse.Namespace) -> int:
 
     # a bundle that fails its checksums is not measured (its figures would describe other files)
     verified_bundle(bundle, Path(args.registry) if args.registry else registry_root(params), "not measured")
+    if args.only == "growth":
+        from uniret.retrieval.bundle import open_bundle
+
+        opened = open_bundle(bundle.resolve(), None, cfg.threads, params.section("retrieval"))
+        growth = run_growth(params, opened, bench_queries(data_root, cfg)[0], cfg, out_dir, data_root)
+        print(f"bench growth: {out_dir / 'growth.json'}, growth.md and {growth['plot']} written in {growth['seconds']} s")
+        return 0
     result = run_bench(params, bundle.resolve(), data_root, out_dir,
                        Path(args.checkpoint) if args.checkpoint else None, set(args.skip))
     print(f"bench: {out_dir / 'bench.json'} and bench.md written in {result['seconds']} s")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -113,6 +114,51 @@ class FusionConfig:
 
 
 @dataclass
+class PruningConfig:
+    """Large corpora: routes that read part of their postings and vectors instead of all (why: E52).
+
+    Sparse: every posting list cut to its largest `posting_share` x docs weights, the cut lists summed
+    for `sparse_candidates` documents, those scored exactly from the documents' rows (retrieval/postings.py,
+    PrunedPostings). Dense: an IVF shortlist whose probed lists are scored exactly. Both approximate:
+    the bench measures their top-10 agreement with the exhaustive routes (uniret.bench.growth)."""
+
+    sparse_min_docs: int | None = 1_000_000  # the in-memory BM25 and impact routes pruned at and above; None: never
+    posting_share: float = 0.02  # postings kept per term, as a share of the corpus
+    sparse_candidates: int = 1000  # documents scored exactly per query: at least this many...
+    candidates_share: float = 0.003  # ...or this share of the corpus, when larger
+    dense_min_docs: int | None = 100_000  # hybrid_fast's dense route through an IVF index at and above; None: never
+    ivf_points_per_list: int = 256  # IVF lists: corpus size / this
+    ivf_nprobe: int = 64  # lists scanned per query
+    ivf_train_points: int = 64  # k-means trains on this many sampled vectors per list (faiss asks >= 39)
+    seed: int = 13
+
+    def posting_keep(self, n_docs: int) -> int:
+        """Postings kept per term in a corpus of `n_docs` documents."""
+        return max(1, math.ceil(self.posting_share * n_docs))
+
+    def candidates(self, n_docs: int) -> int:
+        """Documents scored exactly per query in a corpus of `n_docs` documents."""
+        return max(self.sparse_candidates, math.ceil(self.candidates_share * n_docs))
+
+    def sparse(self, n_docs: int) -> bool:
+        """Whether a corpus of `n_docs` documents has its posting lists pruned."""
+        return self.sparse_min_docs is not None and n_docs >= self.sparse_min_docs
+
+    def dense(self, n_docs: int) -> bool:
+        """Whether a corpus of `n_docs` documents has hybrid_fast's dense route shortlisted by IVF."""
+        return self.dense_min_docs is not None and n_docs >= self.dense_min_docs
+
+    def validate(self) -> None:
+        if min(self.sparse_min_docs or 0, self.dense_min_docs or 0) < 0:
+            raise ValueError("sparse_min_docs and dense_min_docs must be >= 0 or null")
+        if min(self.ivf_points_per_list, self.ivf_nprobe, self.ivf_train_points, self.sparse_candidates) <= 0:
+            raise ValueError("ivf_points_per_list, ivf_nprobe, ivf_train_points and sparse_candidates must be positive")
+        if not 0.0 < self.posting_share <= 1.0 or not 0.0 <= self.candidates_share <= 1.0:
+            raise ValueError(f"posting_share must be in (0, 1] and candidates_share in [0, 1], got "
+                             f"{self.posting_share} and {self.candidates_share}")
+
+
+@dataclass
 class RetrievalConfig:
     """The `retrieval` section: which modes to build and each mode's parameters."""
 
@@ -125,10 +171,11 @@ class RetrievalConfig:
     # as an in-memory inverted index; same ranking, no JNI per hit, no Java lock) or `auto`
     # (memory up to memory_max_docs documents, Lucene above)
     lexical_backend: Literal["lucene", "memory", "auto"] = "auto"
-    # ~250 impacts/doc at 20 bytes each (float32 CSR + float64 postings): 500k docs ~ 2.5 GB of RAM
-    memory_max_docs: int = 500_000
+    # what hybrid_fast holds in memory at 1M synthetic docs: ~6.2 KB a doc (E52), so 2M docs ~ 12.5 GB of RAM
+    memory_max_docs: int = 2_000_000
     uni: UniConfig = field(default_factory=UniConfig)
     fusion: FusionConfig = field(default_factory=FusionConfig)
+    pruning: PruningConfig = field(default_factory=PruningConfig)
 
     def validate(self) -> None:
         bad = [m for m in self.modes if m not in MODES]

@@ -103,26 +103,28 @@ class HttpBenchConfig:
 
 @dataclass
 class GrowthConfig:
-    """Cost as the corpus grows (uniret.bench.growth): synthetic corpora built from the bundle's vectors."""
+    """The served mode as the corpus grows (uniret.bench.growth): synthetic corpora from the bundle's documents."""
 
-    sizes: list[int] = field(default_factory=lambda: [5_000, 50_000, 500_000])
-    queries: int = 50  # real queries, encoded once, searched batch 1 at every size
+    sizes: list[int] = field(default_factory=lambda: [10_000, 100_000, 300_000, 1_000_000])
+    queries: int = 100  # real queries, searched batch 1 at every size
+    warmup: int = 20  # untimed queries per route and form (Lucene's JIT, numba's first call)
     noise: float = 0.1  # dense: Gaussian noise x per-dimension std; sparse: log-normal sigma of impacts
-    swap_terms: float = 0.2  # fraction of a copied document's terms replaced (drawn by document frequency)
-    dense_types: list[str] = field(default_factory=lambda: ["flat", "hnsw", "ivfpq"])
-    hnsw_ef_construction: int = 64  # lower than serving's: HNSW build time dominates at 500k docs on 2 cores
-    min_recall: float = 0.95  # recall@10 vs Flat an approximate dense index must reach to be chosen
-    sparse_engines: list[str] = field(default_factory=lambda: ["seismic"])  # compared with the exact in-memory index
-    seismic_n_postings: int = 3500  # Seismic's posting-list cap (its default)
-    seismic_heap_factor: float = 0.9  # < 1 skips more blocks (faster, less exact)
-    seismic_max_docs: int = 50_000  # its index build (clustering + summaries) takes minutes per 10k docs here
+    swap_terms: float = 0.2  # fraction of a copied document's words and terms replaced
+    nprobe_sweep: list[int] = field(default_factory=lambda: [16, 32, 64, 128])  # the dense IVF route's
+    posting_share_sweep: list[float] = field(default_factory=lambda: [0.01, 0.02, 0.05])  # the sparse routes' cut...
+    candidates_sweep: list[int] = field(default_factory=lambda: [1000, 3000])  # ...and documents rescored
+    work_dir: str = ".cache/growth"  # the synthetic Lucene indexes (removed after each size)
     seed: int = 13
 
     def validate(self) -> None:
-        if not self.sizes or any(n <= 0 for n in self.sizes) or self.queries <= 0:
-            raise ValueError("sizes and queries must be positive")
-        if unknown := sorted(set(self.dense_types) - {"flat", "hnsw", "ivfpq"}):
-            raise ValueError(f"dense_types: unknown {unknown}; known: flat, hnsw, ivfpq")
+        if not self.sizes or any(n <= 0 for n in self.sizes) or self.queries <= 0 or self.warmup < 0:
+            raise ValueError("sizes and queries must be positive, warmup >= 0")
+        if not self.nprobe_sweep or min(self.nprobe_sweep) <= 0:
+            raise ValueError(f"nprobe_sweep must list positive values, got {self.nprobe_sweep}")
+        if not self.posting_share_sweep or not all(0 < s <= 1 for s in self.posting_share_sweep):
+            raise ValueError(f"posting_share_sweep must list shares in (0, 1], got {self.posting_share_sweep}")
+        if not self.candidates_sweep or min(self.candidates_sweep) <= 0:
+            raise ValueError(f"candidates_sweep must list positive counts, got {self.candidates_sweep}")
 
 
 @dataclass

@@ -41,6 +41,7 @@ DEMO_FILE = "demo.json"
 EVALUATE_DIR = "evaluate"
 SIGNIFICANCE_DIR = "significance"
 BENCH_FILE = "bench/bench.json"
+GROWTH_FILE = "bench/growth.json"  # `uniret bench --only growth`
 BM25 = "bm25"
 BM25_SIGNALS = ("bm25", "bm25_rm3")  # fused runs that are BM25, not a head of the model
 

@@ -10,6 +10,7 @@ What is read (written by `uniret results collect` and `uniret bench`):
     results/evaluate/metrics.json         test-split means per dataset and system, zero-shot macro
     results/significance/A_vs_B.json      paired bootstrap intervals of B - A
     results/bench/bench.json              latency per mode, HTTP serving, sizes (optional)
+    results/bench/growth.json             the served mode at 10k-1M synthetic documents (optional)
 
 Blocks: `headline` (README and docs: the served mode and its heads against BM25, with intervals and
 p50 latency) and `details` (docs only: every evaluated system, every comparison, the bench tables).
@@ -30,6 +31,7 @@ from uniret.ops.results_collect import (
     BM25,
     DEMO_FILE,
     EVALUATE_DIR,
+    GROWTH_FILE,
     SIGNIFICANCE_DIR,
     significance_stem,
 )
@@ -49,6 +51,7 @@ class Results:
     metrics: dict[str, Any]
     significance: dict[str, dict[str, Any]]  # file stem -> document
     bench: dict[str, Any] | None
+    growth: dict[str, Any] | None = None  # results/bench/growth.json: the served mode at larger corpora
 
 
 def load_results(root: Path) -> Results:
@@ -65,7 +68,8 @@ def load_results(root: Path) -> Results:
     bench = read_json(root / BENCH_FILE) if (root / BENCH_FILE).is_file() else None
     metrics = read_json(root / EVALUATE_DIR / "metrics.json")
     check_columns(root, demo, metrics, bench)
-    return Results(root, demo, metrics, significance, bench)
+    growth = read_json(root / GROWTH_FILE) if (root / GROWTH_FILE).is_file() else None
+    return Results(root, demo, metrics, significance, bench, growth)
 
 
 def check_columns(root: Path, demo: dict[str, Any], metrics: dict[str, Any], bench: dict[str, Any] | None) -> None:
@@ -243,7 +247,26 @@ class Tables:
             keys = [k for k in self.columns() if k is not None]
             loose = [d for d in keys if (results.get(d) or {}).get("share_not_better", 0) >= 0.025]
             out.append(self.interval_row(f"{doc['b']} vs {doc['a']}", doc, [", ".join(loose) or "none"]))
-        return "\n".join(out + ["", *self.bench_tables()])
+        return "\n".join(out + ["", *self.bench_tables(), *self.growth_lines()])
+
+    def growth_lines(self) -> list[str]:
+        """The served mode at larger (synthetic) corpora, one row per size (results/bench/growth.json)."""
+        growth = self.res.growth
+        if not growth or "served_switches" not in growth["rows"][0]:
+            return []
+        m = growth.get("machine") or {}
+        out = ["", f"#### The served mode as the corpus grows (synthetic corpora; `results/bench/growth.md`, "
+                   f"{_when(growth.get('started_at', ''))} on {m.get('cpu_model')})", "",
+               "| documents | Lucene BM25 p50 ms | served p50 ms | × BM25 | cut posting lists | IVF dense | "
+               "top-10 agreement with exhaustive | served bytes / doc |",
+               "| ---: | ---: | ---: | ---: | --- | --- | ---: | ---: |"]
+        for r in growth["rows"]:
+            fast, switches = r["modes"]["hybrid_fast"], r["served_switches"]
+            out.append(f"| {r['docs']:,} | {r['modes']['lucene_bm25']['p50_ms']:.2f} | {fast['served']['p50_ms']:.2f} | "
+                       f"{fast['served_p50_vs_lucene_bm25']:.2f} | {'yes' if switches['sparse'] else 'no'} | "
+                       f"{'yes' if switches['dense'] else 'no'} | {fast['served_top10_agreement']:.3f} | "
+                       f"{r['served_bytes_per_doc']['total']:,.0f} |")
+        return out
 
     def bench_tables(self) -> list[str]:
         bench = self.res.bench

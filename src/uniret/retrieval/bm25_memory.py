@@ -27,7 +27,7 @@ from uniret.config.sections import Bm25Config
 from uniret.core.runs import Run
 from uniret.lexical.jvm import JVM_LOCK
 from uniret.retrieval.base import QueryBatch, Searcher
-from uniret.retrieval.postings import Postings
+from uniret.retrieval.postings import Postings, PrunedPostings
 from uniret.retrieval.ranking import hits_dict, tie_ranks
 
 log = logging.getLogger("uniret.retrieval")
@@ -58,7 +58,8 @@ class MemoryBm25Searcher(Searcher):
         self.docids = list(docids)
         self.ties = tie_ranks(self.docids)
         self.term_ids = {t: i for i, t in enumerate(terms)}
-        self.postings = Postings(doc_weights)
+        self.doc_weights = doc_weights  # the forward index a pruned route rescores from (retrieval.pruning)
+        self.postings: Postings | PrunedPostings = Postings(doc_weights)
         self.analyze = analyzer
 
     @classmethod

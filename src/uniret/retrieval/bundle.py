@@ -139,7 +139,7 @@ def open_bundle(bundle_dir: str | Path, cfg: RetrievalConfig | None = None, thre
                 backend_cfg: RetrievalConfig | None = None, structures: bool = True) -> Bundle:
     """Open a bundle; `cfg` overrides the retrieval params it was built with (query side only:
     modes, k, uni K, fusion, lexical backend; the index structures are what they are).
-    `backend_cfg` overrides only the lexical backend choice (lexical_backend, memory_max_docs):
+    `backend_cfg` overrides only the lexical backend choice (lexical_backend, memory_max_docs) and pruning:
     serving and the bench pass the current params so the bundle's other params stay in force.
     `structures=False` opens the query side only (encoders, doc ids, learned weights, static
     tables, the BM25 folder's path): an engine such as Milvus holds the index structures."""
@@ -150,6 +150,8 @@ def open_bundle(bundle_dir: str | Path, cfg: RetrievalConfig | None = None, thre
         lengths = manifest["query_max_length"], manifest["doc_max_length"]
         built_with = built_retrieval(manifest, path)
     cfg = _learned_fast_runs(manifest, cfg or built_with)
+    if backend_cfg is not None:  # how large corpora are searched is the current params' choice (E52)
+        cfg = dataclasses.replace(cfg, pruning=backend_cfg.pruning)
     bm25_cfg = build(Bm25Config, bm25_params, f"{path / MANIFEST}: params.bm25")
     tokenizer = load_tokenizer(path)
     # lazy: the query graph loads on the first transformer-mode query, never for the static modes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import math
 from pathlib import Path
@@ -81,8 +82,21 @@ def load_faiss_index(path: str | Path) -> faiss.Index:
         return faiss.read_index(str(path))
 
 
+def _storage_view(index: faiss.Index) -> np.ndarray:
+    """A [ntotal, d] array over a flat index's own memory (nothing writes it: searches read it); its
+    buffer keeps the index alive (every numpy view of it, reshaped or sliced, holds that buffer)."""
+    n = index.ntotal * index.d
+    address = faiss.rev_swig_ptr(index.get_xb(), n).__array_interface__["data"][0]
+    buffer = (ctypes.c_float * n).from_address(address)
+    buffer.owner = index  # the memory belongs to the index
+    return np.frombuffer(buffer, dtype=np.float32).reshape(index.ntotal, index.d)
+
+
 def doc_vectors(index: faiss.Index) -> np.ndarray:
-    """All stored vectors [ntotal, dim] (exact for Flat/HNSW, PQ-reconstructed for IVF-PQ)."""
+    """All stored vectors [ntotal, dim] (exact for Flat/HNSW, PQ-reconstructed for IVF-PQ). Over a
+    flat index: a view of its own storage, no second copy (valid while the index lives)."""
+    if type(index) in (faiss.IndexFlatIP, faiss.IndexFlatL2, faiss.IndexFlat) and index.ntotal:
+        return _storage_view(index)
     ivf = faiss.try_extract_index_ivf(index)
     if ivf is not None:
         ivf.make_direct_map()
@@ -127,6 +141,23 @@ def shortlisted(fast_scan: faiss.Index, vectors: np.ndarray, queries: np.ndarray
             best, found = exact[order], listed[order]
         rows[i, :len(found)], scores[i, :len(found)] = found, best
     return scores, rows
+
+
+def build_ivf_shortlist(vectors: np.ndarray, points_per_list: int, nprobe: int, train_points: int,
+                       seed: int) -> faiss.Index:
+    """An IVF-Flat index over `vectors` (inner product): n / `points_per_list` lists from k-means on a
+    fixed-seed sample of `train_points` vectors per list; a search scans the `nprobe` lists nearest
+    the query and scores their vectors exactly (the stored vectors, no codes). Large corpora's dense
+    route (retrieval.pruning, E52)."""
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    n, dim = vectors.shape
+    nlist = max(1, min(n // points_per_list, n // MIN_POINTS_PER_LIST))
+    index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
+    sample = np.random.default_rng(seed).choice(n, size=min(n, nlist * train_points), replace=False)
+    index.train(vectors[np.sort(sample)])
+    index.add(vectors)
+    index.nprobe = min(nprobe, nlist)
+    return index
 
 
 class DenseSearcher(Searcher):

@@ -5,6 +5,7 @@ BM25 feedback on the dense query, and the min-max fusion.
 Each kernel returns what the numpy code beside it returns (`Postings.top_k`, `dense.shortlisted`,
 `StaticQueryEncoder.encode`, `feedback.feedback_query`, `FusionSearcher._fuse_arrays`): the same documents in the same order,
 ties broken the same way.
+`rescore_rows_top_k` scores a pruned route's candidates exactly from the documents' own rows.
 A query of `hybrid_fast` made about a hundred numpy calls, each paying Python's dispatch and a fresh
 temporary; here each route is one call that releases the GIL, so serving threads overlap (why: E44).
 Without numba installed (`AVAILABLE` false) the numpy paths run.
@@ -80,6 +81,35 @@ def postings_top_k(indptr, indices, data, n_docs, terms, weights, k, ties, scale
     rows, scores = rows[:kept], scores[:kept]
     best = _ranked(rows, scores, ties, k)
     return rows[best], scores[best]
+
+
+@_jit
+def rescore_rows_top_k(indptr, indices, data, rows, terms, weights, k, ties, scale, round32):  # pragma: no cover
+    """(rows, scores) of the k best of `rows` with a positive score, scored exactly from the forward
+    index (`indptr`/`indices`/`data`: each document's terms, ascending): the sum over the query's
+    `terms` (ascending, distinct) it holds of weight x its weight, added in term order as
+    `postings_top_k` adds them, times `scale` or rounded to float32 (`round32`); best first, ties by `ties`."""
+    scores = np.empty(len(rows), dtype=np.float64)
+    keep = np.zeros(len(rows), dtype=np.bool_)
+    for i in range(len(rows)):
+        d = rows[i]
+        p, end = indptr[d], indptr[d + 1]
+        s = 0.0
+        t = 0
+        while p < end and t < len(terms):  # merge the two ascending term lists
+            if indices[p] < terms[t]:
+                p += 1
+            elif indices[p] > terms[t]:
+                t += 1
+            else:
+                s += np.float64(data[p]) * weights[t]
+                p += 1
+                t += 1
+        scores[i] = np.float64(np.float32(s)) if round32 else s * scale
+        keep[i] = scores[i] > 0
+    found, values = rows[keep], scores[keep]
+    best = _ranked(found, values, ties, k)
+    return found[best], values[best]
 
 
 # reassociated sums: a row's products are added in SIMD lanes rather than one after another
@@ -196,6 +226,8 @@ def warm() -> float:
     data, weights = np.ones(3, dtype=np.float32), np.ones(1, dtype=np.float64)
     for round32 in (False, True):
         postings_top_k(indptr, indices, data, 3, np.array([0], dtype=np.int64), weights, 2, ties, 1.0, round32)
+        rescore_rows_top_k(indptr, indices, data, rows[:2], np.array([0], dtype=np.int64), weights, 2, ties, 1.0,
+                           round32)
     vectors = np.eye(3, dtype=np.float32)
     rescore_top_k(vectors, vectors[0], rows, 2)
     token_bag(rows, vectors, data)

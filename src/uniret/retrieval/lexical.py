@@ -21,7 +21,7 @@ from uniret.core.runs import Run
 from uniret.lexical.jvm import JVM_LOCK
 from uniret.retrieval.base import QueryBatch, Searcher
 from uniret.retrieval.encoding import TextEncoder
-from uniret.retrieval.postings import Postings
+from uniret.retrieval.postings import Postings, PrunedPostings
 from uniret.retrieval.ranking import hits_dict, tie_ranks
 from uniret.retrieval.sparse import integer_impacts, keep_top_n, quantize, row_terms
 
@@ -68,7 +68,7 @@ class MemoryImpactIndex:
 
     def _set_impacts(self, doc_impacts: sp.csr_matrix) -> None:
         self.doc_impacts = doc_impacts
-        self.postings = Postings(doc_impacts)
+        self.postings: Postings | PrunedPostings = Postings(doc_impacts)  # pruned on a large corpus (E52)
         self._by_term: sp.csr_matrix | None = None  # float64 vocab x docs, built on the first `scores`
 
     def scores(self, query_weights: sp.csr_matrix) -> sp.csr_matrix:

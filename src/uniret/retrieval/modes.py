@@ -9,6 +9,7 @@ it comes from a bundle on disk (retrieval/bundle.py) or from encodings held in m
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,13 +22,14 @@ from uniret.retrieval.base import Searcher
 from uniret.retrieval.bm25 import Bm25ModeSearcher
 from uniret.retrieval.bm25_memory import MemoryBm25Searcher
 from uniret.retrieval.clear import ClearSearcher
-from uniret.retrieval.dense import DenseSearcher, build_faiss_index, to_search_device
+from uniret.retrieval.dense import DenseSearcher, build_faiss_index, build_ivf_shortlist, to_search_device
 from uniret.retrieval.encoding import EncodedTexts, TextEncoder
 from uniret.retrieval.exhaustive import ExhaustiveSearcher
 from uniret.retrieval.faiss_loader import faiss
 from uniret.retrieval.feedback import FeedbackDenseSearcher
 from uniret.retrieval.fusion import FusionSearcher
 from uniret.retrieval.lexical import ImpactIndex, LexicalSearcher, MemoryImpactIndex
+from uniret.retrieval.postings import PrunedPostings
 from uniret.retrieval.static_query import StaticQueryEncoder, StaticRouteSearcher
 from uniret.retrieval.uni import UniSearcher
 
@@ -76,6 +78,16 @@ def memory_corpus_index(
     if bm25_dir is not None:
         index.provenance["bm25"] = f"Lucene BM25 index {bm25_dir}"
     return index
+
+
+def pruned_postings(doc_weights: sp.csr_matrix, cfg: RetrievalConfig) -> PrunedPostings:
+    """A large corpus's posting lists cut per `cfg.pruning`, with its rows as the forward index (E52)."""
+    start = time.perf_counter()
+    keep = cfg.pruning.posting_keep(doc_weights.shape[0])
+    out = PrunedPostings(doc_weights, keep, cfg.pruning.candidates(doc_weights.shape[0]))
+    log.info("posting lists of %d docs cut to %d postings per term: %d of %d kept (%.1f s)", doc_weights.shape[0],
+             keep, len(out.lists.data), doc_weights.nnz, time.perf_counter() - start)
+    return out
 
 
 def fused_runs(mode: str, cfg: RetrievalConfig) -> list[str]:
@@ -129,6 +141,7 @@ def build_searchers(
         "feedback_vectors": index.doc_vectors is not None or hasattr(index.dense, "vectors_of"),
     }
     built: dict[str, Searcher] = {}
+    ivf: list[faiss.Index] = []  # the dense IVF shortlist, built on first use
 
     def make(mode: str) -> Searcher:
         if mode in built:
@@ -175,16 +188,35 @@ def build_searchers(
             return built[key]
         if (mode == "bm25" and cfg.fusion.fast_bm25 == "memory" and index.bm25_searcher is None
                 and len(index.docids) <= cfg.memory_max_docs):
-            built[key] = (MemoryBm25Searcher.from_weights(index.docids, *index.bm25_weights, bm25_cfg)
-                          if index.bm25_weights is not None
-                          else MemoryBm25Searcher.from_lucene(index.bm25_dir, bm25_cfg, index.docids))
-        elif mode in ("dense_static", "dense_feedback") and cfg.fusion.fast_shortlist and index.doc_vectors is not None:
-            dense = DenseSearcher(index.dense, index.docids, vectors=index.doc_vectors, shortlist=cfg.fusion.fast_shortlist)
+            bm25 = (MemoryBm25Searcher.from_weights(index.docids, *index.bm25_weights, bm25_cfg)
+                    if index.bm25_weights is not None
+                    else MemoryBm25Searcher.from_lucene(index.bm25_dir, bm25_cfg, index.docids))
+            if cfg.pruning.sparse(len(index.docids)):
+                bm25.postings = pruned_postings(bm25.doc_weights, cfg)
+            built[key] = bm25
+        elif mode in ("dense_static", "dense_feedback") and index.doc_vectors is not None and (
+                cfg.fusion.fast_shortlist or cfg.pruning.dense(len(index.docids))):
+            if cfg.pruning.dense(len(index.docids)):
+                dense = DenseSearcher(ivf_index(), index.docids)
+            else:
+                dense = DenseSearcher(index.dense, index.docids, vectors=index.doc_vectors,
+                                      shortlist=cfg.fusion.fast_shortlist)
             route = StaticRouteSearcher(dense, index.static_query, "dense_static")
             built[key] = route if mode == "dense_static" else feedback_route(route)
         else:
             built[key] = make(mode)
         return built[key]
+
+    def ivf_index() -> faiss.Index:
+        """The IVF shortlist of a large corpus's dense route, built once from its vectors (E52)."""
+        if not ivf:
+            p = cfg.pruning
+            start = time.perf_counter()
+            ivf.append(build_ivf_shortlist(index.doc_vectors, p.ivf_points_per_list, p.ivf_nprobe,
+                                           p.ivf_train_points, p.seed))
+            log.info("dense IVF shortlist over %d vectors: %d lists, nprobe %d (%.1f s)", len(index.docids),
+                     ivf[0].nlist, ivf[0].nprobe, time.perf_counter() - start)
+        return ivf[0]
 
     def feedback_route(route: StaticRouteSearcher) -> FeedbackDenseSearcher:
         """`route` searched with the feedback query of BM25's top documents (E46)."""
@@ -192,6 +224,9 @@ def build_searchers(
         return FeedbackDenseSearcher(route, fast_route("bm25"), vectors, cfg.fusion.feedback_docs,
                                      cfg.fusion.feedback_weight)
 
+    if index.impacts is not None and cfg.pruning.sparse(len(index.docids)) and not isinstance(
+            index.impacts.postings, PrunedPostings):  # every in-memory impact route of a large corpus (E52)
+        index.impacts.postings = pruned_postings(index.impacts.doc_impacts, cfg)
     out: dict[str, Searcher] = {}
     for mode in modes or cfg.modes:
         missing = sorted(n for n in _needs(mode, cfg) if not have[n])

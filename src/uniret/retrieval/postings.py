@@ -71,3 +71,75 @@ class Postings:
         rows, scores = rows[keep], scores[keep]
         best = top_k_ranked(scores, k, ties[rows])
         return rows[best], scores[best]
+
+
+class PrunedPostings:
+    """A large corpus's posting lists, statically pruned, with exact scores for what they find.
+
+    Each term's posting list keeps only its `keep` largest weights (term-centric static pruning, as
+    Seismic cuts its lists: Bruch et al. 2024); a query sums those shortened lists term at a time
+    for its `candidates` best documents, then scores each candidate exactly from the forward index
+    (the documents' own rows, which the corpus holds anyway) and returns the k best. A document can
+    be missed only when it is not among the `candidates` best by its pruned sums; every score
+    returned is the exhaustive score. `retrieval.pruning` switches it on by corpus size (E52).
+    """
+
+    def __init__(self, doc_weights: sp.csr_matrix, keep: int, candidates: int):
+        if keep <= 0 or candidates <= 0:
+            raise ValueError(f"keep and candidates must be positive, got {keep} and {candidates}")
+        doc_weights = sp.csr_matrix(doc_weights)
+        doc_weights.sort_indices()
+        self.n_docs, self.n_terms = doc_weights.shape
+        self.keep, self.candidates = keep, candidates
+        # the forward index: the documents' rows as they are (no copy for int32 indices, float32 data)
+        self.fwd_indptr = doc_weights.indptr.astype(np.int64)
+        self.fwd_indices = doc_weights.indices.astype(np.int32, copy=False)
+        self.fwd_data = doc_weights.data.astype(np.float32, copy=False)
+        self.lists = Postings(_cut_columns(doc_weights, keep))
+
+    def top_k(self, terms: np.ndarray, weights: np.ndarray, k: int, ties: np.ndarray, scale: float = 1.0,
+              round32: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """`Postings.top_k`'s contract; the rows found are the pruned lists' `candidates` best,
+        ranked by their exact scores."""
+        terms, weights = np.asarray(terms, dtype=np.int64), np.asarray(weights, dtype=np.float64)
+        order = np.argsort(terms, kind="stable")
+        terms, weights = terms[order], weights[order]
+        found, _ = self.lists.top_k(terms, weights, max(k, self.candidates), ties, scale, round32)
+        if kernels.AVAILABLE:
+            return kernels.rescore_rows_top_k(self.fwd_indptr, self.fwd_indices, self.fwd_data, found, terms,
+                                              weights, k, ties, scale, round32)
+        exact = _exact_sums(self, found, terms, weights)
+        scores = exact.astype(np.float32).astype(np.float64) if round32 else exact * scale
+        keep = scores > 0
+        found, scores = found[keep], scores[keep]
+        best = top_k_ranked(scores, k, ties[found])
+        return found[best], scores[best]
+
+
+def _cut_columns(doc_weights: sp.csr_matrix, keep: int) -> sp.csr_matrix:
+    """`doc_weights` with each column (term) cut to its `keep` largest entries (ties: the lower row)."""
+    by_term = sp.csc_matrix(doc_weights)
+    by_term.sort_indices()
+    lengths = np.diff(by_term.indptr)
+    mask = np.ones(by_term.nnz, dtype=bool)
+    for term in np.flatnonzero(lengths > keep):
+        lo, hi = by_term.indptr[term], by_term.indptr[term + 1]
+        # stable on rows ascending: among equal weights the lower rows stay
+        drop = np.argsort(-by_term.data[lo:hi], kind="stable")[keep:]
+        mask[lo + drop] = False
+    rows = by_term.indices[mask]
+    cols = np.repeat(np.arange(by_term.shape[1]), lengths)[mask]
+    return sp.csr_matrix((by_term.data[mask], (rows, cols)), shape=doc_weights.shape, dtype=np.float32)
+
+
+def _exact_sums(pruned: PrunedPostings, rows: np.ndarray, terms: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Each row's sum over `terms` of weight x its weight, in term order (numpy path of the rescoring)."""
+    out = np.zeros(len(rows), dtype=np.float64)
+    for i, row in enumerate(rows):
+        lo, hi = pruned.fwd_indptr[row], pruned.fwd_indptr[row + 1]
+        held = np.searchsorted(pruned.fwd_indices[lo:hi], terms)
+        held = np.minimum(held, hi - lo - 1) if hi > lo else held
+        for t, pos in enumerate(held):
+            if hi > lo and pruned.fwd_indices[lo + pos] == terms[t]:
+                out[i] += float(pruned.fwd_data[lo + pos]) * weights[t]
+    return out
