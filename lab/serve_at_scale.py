@@ -66,7 +66,9 @@ def build(args: argparse.Namespace) -> dict:
     seconds["bm25_weights"] = round(time.perf_counter() - start, 1)
     write_checksums(tmp)
     replace_dir(tmp, out)
-    return {"bundle": str(out), "docs": args.docs, "source": str(source), "build_seconds": seconds,
+    from uniret.serving.source import bundle_version
+
+    return {"bundle": str(out), "docs": args.docs, "source_version": bundle_version(source), "build_seconds": seconds,
             "disk_bytes_per_doc": round(sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) / args.docs, 1)}
 
 
