@@ -118,7 +118,7 @@ class PruningConfig:
     """Large corpora: routes that read part of their postings and vectors instead of all (why: E52).
 
     Sparse: every posting list cut to its largest `posting_share` x docs weights, the cut lists summed
-    for `sparse_candidates` documents, those scored exactly from the documents' rows (retrieval/postings.py,
+    for `candidates(docs)` documents, those scored exactly from the documents' rows (retrieval/postings.py,
     PrunedPostings). Dense: an IVF shortlist whose probed lists are scored exactly. Both approximate:
     the bench measures their top-10 agreement with the exhaustive routes (uniret.bench.growth)."""
 
