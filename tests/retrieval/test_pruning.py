@@ -131,11 +131,12 @@ def test_the_size_switch_picks_the_routes(n_docs, sparse_min, dense_min, pruned_
     vectors = np.random.default_rng(8).standard_normal((n_docs, 16)).astype(np.float32)
     flat = faiss.IndexFlatIP(16)
     flat.add(vectors)
-    impacts = MemoryImpactIndex.from_impacts(docids, weights, 100.0)
-    index = CorpusIndex(docids=docids, dense=flat, doc_vectors=vectors, lexical=impacts, impacts=impacts,
-                        static_query=_static(weights.shape[1], 16))
     cfg = RetrievalConfig(pruning=PruningConfig(sparse_min_docs=sparse_min, dense_min_docs=dense_min,
                                                 ivf_points_per_list=100, ivf_train_points=40))
+    # the impact index takes the switch where it is built (a bundle's: open_bundle; in memory: memory_corpus_index)
+    impacts = MemoryImpactIndex.from_impacts(docids, weights, 100.0, cfg.pruning)
+    index = CorpusIndex(docids=docids, dense=flat, doc_vectors=vectors, lexical=impacts, impacts=impacts,
+                        static_query=_static(weights.shape[1], 16))
     cfg = dataclasses.replace(cfg, fusion=dataclasses.replace(cfg.fusion, fast_runs=["lexical_static", "dense_static"]))
     fast = build_searchers(index, cfg, None, modes=["hybrid_fast"])["hybrid_fast"]
     assert isinstance(impacts.postings, PrunedPostings) == pruned_sparse

@@ -18,6 +18,7 @@ import dataclasses
 import gc
 import itertools
 import logging
+import math
 import resource
 import shutil
 import time
@@ -26,15 +27,17 @@ from pathlib import Path
 import numpy as np
 import psutil
 
+from uniret.bench.modes import time_queries
 from uniret.bench.stats import latency_summary
 from uniret.bench.synthetic import RealCorpus, SyntheticCorpus, shape_statistics
 from uniret.config.retrieval import PruningConfig
 from uniret.config.serving import GrowthConfig
+from uniret.core.runs import ranked
 from uniret.retrieval.dense import DenseSearcher, doc_vectors, load_faiss_index
 from uniret.retrieval.faiss_loader import faiss
 from uniret.retrieval.lexical import MemoryImpactIndex
-from uniret.retrieval.modes import CorpusIndex, build_searchers, pruned_postings
-from uniret.retrieval.postings import Postings
+from uniret.retrieval.modes import CorpusIndex, build_searchers
+from uniret.retrieval.postings import pruned_postings
 from uniret.utils.files import make_temp_dir
 
 log = logging.getLogger("uniret.bench")
@@ -73,22 +76,15 @@ def real_corpus(bundle, data_root: Path) -> RealCorpus:
 
 
 def _timed(search, queries: dict[str, str], warmup: int) -> tuple[dict, dict]:
-    """Latency summary of `search({qid: text})` per query (after `warmup` untimed), and the run."""
-    items = list(queries.items())
-    for qid, text in items[:warmup]:
-        search({qid: text})
-    seconds, run = [], {}
-    for qid, text in items:
-        start = time.perf_counter()
-        run.update(search({qid: text}))
-        seconds.append(time.perf_counter() - start)
+    """Latency summary and run of `search({qid: text})`, batch 1 (uniret.bench.modes.time_queries)."""
+    seconds, run = time_queries(search, queries, warmup, "growth")
     return latency_summary(seconds), run
 
 
 def top10_agreement(found: dict, exact: dict) -> float:
     """Mean over queries of |top-10 of `found` & top-10 of `exact`| / |top-10 of `exact`|."""
     def top(run: dict, q: str) -> set:
-        return set(sorted(run.get(q, {}), key=lambda d: -run[q][d])[:TOP])
+        return {d for d, _ in ranked(run.get(q, {}), TOP)}
 
     shares = [len(top(found, q) & top(exact, q)) / max(len(top(exact, q)), 1) for q in exact]
     return round(float(np.mean(shares)), 4) if shares else 1.0
@@ -97,34 +93,31 @@ def top10_agreement(found: dict, exact: dict) -> float:
 class _Forms:
     """hybrid_fast's searchers over one corpus, switchable between the exhaustive and pruned forms."""
 
-    def __init__(self, index: CorpusIndex, bundle, pruned_cfg):
-        self.index, self.cfg = index, pruned_cfg
-        self.holders = [index.impacts]  # what holds each sparse route's posting lists
-        self.full = [index.impacts.postings]
-        self.searchers = build_searchers(index, pruned_cfg, None, bundle.bm25, modes=["bm25", "hybrid_fast"])
+    def __init__(self, index: CorpusIndex, bundle, cfg, pruning: PruningConfig):
+        """`cfg`: retrieval params that build every route exhaustive but the dense IVF shortlist (for the
+        switch); the cut posting lists are made here, at `pruning`'s cut for this corpus size."""
+        self.index = index
+        self.searchers = build_searchers(index, cfg, None, bundle.bm25, modes=["bm25", "hybrid_fast"])
         self.fast = self.searchers["hybrid_fast"]
         self.routes = dict(zip(ROUTES, self.fast.searchers, strict=True))
-        bm25 = self.routes["bm25_memory"]
-        self.holders.append(bm25)
-        self.full.append(Postings(bm25.doc_weights))
-        self.pruned = [h.postings for h in self.holders]
+        self.holders = [index.impacts, self.routes["bm25_memory"]]  # what holds each sparse route's lists
+        self.full = [h.postings for h in self.holders]
         self.static_route = self.routes["dense_feedback"].route
         self.ivf_dense = self.static_route.inner
         self.flat_dense = DenseSearcher(index.dense, index.docids, vectors=index.doc_vectors)
+        n = len(index.docids)
+        self.cut_at(pruning.posting_keep(n), pruning.candidates(n))
 
-    def use(self, sparse: bool, dense: bool | None = None) -> None:
-        """Cut posting lists (`sparse`) and the IVF shortlist (`dense`, default: as `sparse`) on or off."""
+    def use(self, sparse: bool, dense: bool) -> None:
+        """Cut posting lists (`sparse`) and the IVF shortlist (`dense`) on or off."""
         for holder, full, cut in zip(self.holders, self.full, self.pruned, strict=True):
             holder.postings = cut if sparse else full
-        self.static_route.inner = self.ivf_dense if (sparse if dense is None else dense) else self.flat_dense
+        self.static_route.inner = self.ivf_dense if dense else self.flat_dense
 
-    def cut_at(self, share: float, candidates: int) -> None:
-        """The pruned form's posting lists cut at `share`, `candidates` rescored, instead of params'."""
-        cfg = dataclasses.replace(self.cfg, pruning=dataclasses.replace(self.cfg.pruning, posting_share=share,
-                                                                        sparse_candidates=candidates,
-                                                                        candidates_share=0.0))
-        self.pruned = [pruned_postings(h.doc_impacts if h is self.index.impacts else h.doc_weights, cfg)
-                       for h in self.holders]
+    def cut_at(self, keep: int, candidates: int) -> None:
+        """The pruned form's posting lists: `keep` postings a term, `candidates` documents rescored."""
+        self.pruned = [pruned_postings(w, keep, candidates)
+                       for w in (self.index.impacts.doc_impacts, self.routes["bm25_memory"].doc_weights)]
 
 
 def _index_corpus(corpus: SyntheticCorpus, bundle, work: Path, row: dict) -> CorpusIndex:
@@ -167,12 +160,12 @@ def measure_size(real: RealCorpus, bundle, pruning: PruningConfig, n: int, queri
     gc.collect()
     before = _rss()
     index = _index_corpus(corpus, bundle, work, row)
-    # every form measured at every size: pruning built here for all, switched per form by `_Forms.use`;
-    # the BM25 route in memory at every size (the in-memory route is what pruning changes)
-    pruned_cfg = dataclasses.replace(retrieval, memory_max_docs=max(n, retrieval.memory_max_docs),
-                                     pruning=dataclasses.replace(pruning, sparse_min_docs=0, dense_min_docs=0))
+    # every form measured at every size, switched per form by `_Forms.use`: the routes built exhaustive
+    # with the IVF shortlist beside them, and the BM25 route in memory (what pruning changes) at every size
+    build_cfg = dataclasses.replace(retrieval, memory_max_docs=max(n, retrieval.memory_max_docs),
+                                    pruning=dataclasses.replace(pruning, sparse_min_docs=None, dense_min_docs=0))
     start = time.perf_counter()
-    forms = _Forms(index, bundle, pruned_cfg)
+    forms = _Forms(index, bundle, build_cfg, pruning)
     row["build_seconds_per_doc"]["searchers"] = (time.perf_counter() - start) / n
     row["build_seconds_per_doc"] = {k: float(f"{v:.3g}") for k, v in row["build_seconds_per_doc"].items()}
     gc.collect()
@@ -247,7 +240,7 @@ def _share_sweep(forms: _Forms, queries: dict[str, str], runs: dict, cfg: Growth
     count of the sweep (the dense route pruned as params say)."""
     out = []
     for share, candidates in itertools.product(cfg.posting_share_sweep, cfg.candidates_sweep):
-        forms.cut_at(share, candidates)
+        forms.cut_at(math.ceil(share * len(forms.index.docids)), candidates)
         forms.use(True, pruning.dense(len(forms.index.docids)))
         entry: dict = {"posting_share": share, "candidates": candidates, "kept_postings_per_doc": round(
             sum(len(p.lists.data) for p in forms.pruned) / len(forms.index.docids), 1)}

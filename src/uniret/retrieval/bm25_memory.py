@@ -23,11 +23,12 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from uniret.config.retrieval import PruningConfig
 from uniret.config.sections import Bm25Config
 from uniret.core.runs import Run
 from uniret.lexical.jvm import JVM_LOCK
 from uniret.retrieval.base import QueryBatch, Searcher
-from uniret.retrieval.postings import Postings, PrunedPostings
+from uniret.retrieval.postings import Postings, PrunedPostings, index_postings
 from uniret.retrieval.ranking import hits_dict, tie_ranks
 
 log = logging.getLogger("uniret.retrieval")
@@ -51,20 +52,21 @@ class MemoryBm25Searcher(Searcher):
     has_arrays = True
 
     def __init__(self, docids: Sequence[str], terms: Sequence[str], doc_weights: sp.csr_matrix,
-                 analyzer: Callable[[str], dict[str, int]]):
-        """`analyzer`: text -> {term: count} (Lucene's analysis of a query)."""
+                 analyzer: Callable[[str], dict[str, int]], pruning: PruningConfig | None = None):
+        """`analyzer`: text -> {term: count} (Lucene's analysis of a query); `pruning`: the posting lists
+        are cut as it says for a corpus of this size (E52); None: never."""
         if doc_weights.shape != (len(docids), len(terms)):
             raise ValueError(f"BM25 weights of shape {doc_weights.shape} for {len(docids)} docs and {len(terms)} terms")
         self.docids = list(docids)
         self.ties = tie_ranks(self.docids)
         self.term_ids = {t: i for i, t in enumerate(terms)}
         self.doc_weights = doc_weights  # the forward index a pruned route rescores from (retrieval.pruning)
-        self.postings: Postings | PrunedPostings = Postings(doc_weights)
+        self.postings: Postings | PrunedPostings = index_postings(doc_weights, pruning)
         self.analyze = analyzer
 
     @classmethod
     def from_weights(cls, docids: Sequence[str], terms: Sequence[str], doc_weights: sp.csr_matrix,
-                     cfg: Bm25Config) -> MemoryBm25Searcher:
+                     cfg: Bm25Config, pruning: PruningConfig | None = None) -> MemoryBm25Searcher:
         """Over term weights read before (a bundle's bm25_weights.npz), queries analysed as the BM25
         index was built (`cfg`: its stemmer and stop words)."""
         from uniret.lexical.bm25_arrays import query_analyzer
@@ -77,17 +79,18 @@ class MemoryBm25Searcher(Searcher):
             with JVM_LOCK:
                 return query_counts(java_analyzer, text)
 
-        return cls(docids, terms, doc_weights, analyze)
+        return cls(docids, terms, doc_weights, analyze, pruning)
 
     @classmethod
-    def from_lucene(cls, index_dir: str | Path, cfg: Bm25Config, docids: Sequence[str]) -> MemoryBm25Searcher:
+    def from_lucene(cls, index_dir: str | Path, cfg: Bm25Config, docids: Sequence[str],
+                    pruning: PruningConfig | None = None) -> MemoryBm25Searcher:
         """Read the term weights of the Lucene BM25 index at `index_dir` now (every document must be
         in `docids`): one one-term query per term, seconds per 10k documents."""
         start = time.perf_counter()
         terms, weights = read_bm25_weights(index_dir, cfg, docids)
         log.info("BM25 term weights of %s read into memory: %d docs, %d terms, %d postings (%.1f s)", index_dir,
                  len(docids), len(terms), weights.nnz, time.perf_counter() - start)
-        return cls.from_weights(docids, terms, weights, cfg)
+        return cls.from_weights(docids, terms, weights, cfg, pruning)
 
     def query(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """(term ids, counts) of a query's analysed terms that the index holds, term ids ascending."""

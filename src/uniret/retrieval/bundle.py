@@ -216,7 +216,7 @@ def _open_structures(path: Path, index: CorpusIndex, cfg: RetrievalConfig, built
         index.dense = to_search_device(cpu_index, dataclasses.replace(cfg.dense, type=built_with.dense.type))
         index.provenance["dense"] = f"bundle faiss {built_with.dense.type} ({DENSE_FILE})"
     if (path / IMPACTS_FILE).is_file():
-        index.impacts = MemoryImpactIndex.from_impacts(docids, load_impacts(path), quant)
+        index.impacts = MemoryImpactIndex.from_impacts(docids, load_impacts(path), quant, cfg.pruning)
     backend = choose_lexical_backend(backend_cfg or cfg, len(docids), (path / IMPACT_DIR).is_dir(),
                                      index.impacts is not None)
     if backend == "lucene":

@@ -11,7 +11,7 @@ import logging
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import scipy.sparse as sp
@@ -21,9 +21,12 @@ from uniret.core.runs import Run
 from uniret.lexical.jvm import JVM_LOCK
 from uniret.retrieval.base import QueryBatch, Searcher
 from uniret.retrieval.encoding import TextEncoder
-from uniret.retrieval.postings import Postings, PrunedPostings
+from uniret.retrieval.postings import Postings, PrunedPostings, index_postings
 from uniret.retrieval.ranking import hits_dict, tie_ranks
 from uniret.retrieval.sparse import integer_impacts, keep_top_n, quantize, row_terms
+
+if TYPE_CHECKING:
+    from uniret.config.retrieval import PruningConfig
 
 log = logging.getLogger("uniret.retrieval")
 
@@ -48,7 +51,9 @@ class MemoryImpactIndex:
 
     uses_jvm = False  # pure numpy/scipy: safe to call from several threads at once
 
-    def __init__(self, docids: list[str], doc_weights: sp.csr_matrix, quant: float, top_n: int | None = None):
+    def __init__(self, docids: list[str], doc_weights: sp.csr_matrix, quant: float, top_n: int | None = None,
+                 pruning: PruningConfig | None = None):
+        """`pruning`: the posting lists are cut as it says for a corpus of this size (E52); None: never."""
         if doc_weights.shape[0] != len(docids):
             raise ValueError(f"{doc_weights.shape[0]} sparse rows but {len(docids)} doc ids")
         self.docids = list(docids)
@@ -57,18 +62,21 @@ class MemoryImpactIndex:
         # path's scores are bit-identical to `scores`
         self.scale = 1.0 / (quant * quant)
         self.ties = tie_ranks(self.docids)
+        self.pruning = pruning
         self._set_impacts(quantize(keep_top_n(doc_weights, top_n), quant))
 
     @classmethod
-    def from_impacts(cls, docids: list[str], doc_impacts: sp.csr_matrix, quant: float) -> MemoryImpactIndex:
+    def from_impacts(cls, docids: list[str], doc_impacts: sp.csr_matrix, quant: float,
+                     pruning: PruningConfig | None = None) -> MemoryImpactIndex:
         """Wrap already quantized (and sparsified) document impacts, e.g. a bundle's impacts.npz."""
-        index = cls(docids, sp.csr_matrix((len(docids), doc_impacts.shape[1]), dtype=np.float32), quant)
+        index = cls(docids, sp.csr_matrix((len(docids), doc_impacts.shape[1]), dtype=np.float32), quant,
+                    pruning=pruning)
         index._set_impacts(sp.csr_matrix(doc_impacts, dtype=np.float32))
         return index
 
     def _set_impacts(self, doc_impacts: sp.csr_matrix) -> None:
         self.doc_impacts = doc_impacts
-        self.postings: Postings | PrunedPostings = Postings(doc_impacts)  # pruned on a large corpus (E52)
+        self.postings: Postings | PrunedPostings = index_postings(doc_impacts, self.pruning)
         self._by_term: sp.csr_matrix | None = None  # float64 vocab x docs, built on the first `scores`
 
     def scores(self, query_weights: sp.csr_matrix) -> sp.csr_matrix:

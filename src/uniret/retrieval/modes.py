@@ -29,7 +29,6 @@ from uniret.retrieval.faiss_loader import faiss
 from uniret.retrieval.feedback import FeedbackDenseSearcher
 from uniret.retrieval.fusion import FusionSearcher
 from uniret.retrieval.lexical import ImpactIndex, LexicalSearcher, MemoryImpactIndex
-from uniret.retrieval.postings import PrunedPostings
 from uniret.retrieval.static_query import StaticQueryEncoder, StaticRouteSearcher
 from uniret.retrieval.uni import UniSearcher
 
@@ -72,22 +71,12 @@ def memory_corpus_index(
         index.dense = to_search_device(build_faiss_index(index.doc_vectors, cfg.dense), cfg.dense)
         index.provenance["dense"] = f"in-memory faiss {cfg.dense.type}"
     if encoded.sparse is not None:
-        index.impacts = MemoryImpactIndex(docids, encoded.sparse, cfg.lexical.quant, cfg.lexical.top_n)
+        index.impacts = MemoryImpactIndex(docids, encoded.sparse, cfg.lexical.quant, cfg.lexical.top_n, cfg.pruning)
         index.lexical = index.impacts
         index.provenance["lexical"] = "in-memory impacts (exact sparse products, same quantization as Lucene)"
     if bm25_dir is not None:
         index.provenance["bm25"] = f"Lucene BM25 index {bm25_dir}"
     return index
-
-
-def pruned_postings(doc_weights: sp.csr_matrix, cfg: RetrievalConfig) -> PrunedPostings:
-    """A large corpus's posting lists cut per `cfg.pruning`, with its rows as the forward index (E52)."""
-    start = time.perf_counter()
-    keep = cfg.pruning.posting_keep(doc_weights.shape[0])
-    out = PrunedPostings(doc_weights, keep, cfg.pruning.candidates(doc_weights.shape[0]))
-    log.info("posting lists of %d docs cut to %d postings per term: %d of %d kept (%.1f s)", doc_weights.shape[0],
-             keep, len(out.lists.data), doc_weights.nnz, time.perf_counter() - start)
-    return out
 
 
 def fused_runs(mode: str, cfg: RetrievalConfig) -> list[str]:
@@ -188,12 +177,9 @@ def build_searchers(
             return built[key]
         if (mode == "bm25" and cfg.fusion.fast_bm25 == "memory" and index.bm25_searcher is None
                 and len(index.docids) <= cfg.memory_max_docs):
-            bm25 = (MemoryBm25Searcher.from_weights(index.docids, *index.bm25_weights, bm25_cfg)
-                    if index.bm25_weights is not None
-                    else MemoryBm25Searcher.from_lucene(index.bm25_dir, bm25_cfg, index.docids))
-            if cfg.pruning.sparse(len(index.docids)):
-                bm25.postings = pruned_postings(bm25.doc_weights, cfg)
-            built[key] = bm25
+            built[key] = (MemoryBm25Searcher.from_weights(index.docids, *index.bm25_weights, bm25_cfg, cfg.pruning)
+                          if index.bm25_weights is not None
+                          else MemoryBm25Searcher.from_lucene(index.bm25_dir, bm25_cfg, index.docids, cfg.pruning))
         elif mode in ("dense_static", "dense_feedback") and index.doc_vectors is not None and (
                 cfg.fusion.fast_shortlist or cfg.pruning.dense(len(index.docids))):
             if cfg.pruning.dense(len(index.docids)):
@@ -224,9 +210,6 @@ def build_searchers(
         return FeedbackDenseSearcher(route, fast_route("bm25"), vectors, cfg.fusion.feedback_docs,
                                      cfg.fusion.feedback_weight)
 
-    if index.impacts is not None and cfg.pruning.sparse(len(index.docids)) and not isinstance(
-            index.impacts.postings, PrunedPostings):  # every in-memory impact route of a large corpus (E52)
-        index.impacts.postings = pruned_postings(index.impacts.doc_impacts, cfg)
     out: dict[str, Searcher] = {}
     for mode in modes or cfg.modes:
         missing = sorted(n for n in _needs(mode, cfg) if not have[n])

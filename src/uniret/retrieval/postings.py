@@ -8,11 +8,20 @@ rows. Work is proportional to the postings the query touches, not to the corpus.
 
 from __future__ import annotations
 
+import logging
+import time
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 
 from uniret.retrieval import kernels
 from uniret.retrieval.ranking import top_k_ranked
+
+if TYPE_CHECKING:
+    from uniret.config.retrieval import PruningConfig
+
+log = logging.getLogger("uniret.retrieval")
 
 # `accumulate` sums postings by sorting them when they number under 1/SPARSE_ACCUMULATE of the
 # corpus, else in a corpus-wide accumulator (O(postings + docs), no sort)
@@ -143,3 +152,21 @@ def _exact_sums(pruned: PrunedPostings, rows: np.ndarray, terms: np.ndarray, wei
             if hi > lo and pruned.fwd_indices[lo + pos] == terms[t]:
                 out[i] += float(pruned.fwd_data[lo + pos]) * weights[t]
     return out
+
+
+def pruned_postings(doc_weights: sp.csr_matrix, keep: int, candidates: int) -> PrunedPostings:
+    """`PrunedPostings` of `doc_weights`, with a log line of what the cut kept and took."""
+    start = time.perf_counter()
+    out = PrunedPostings(doc_weights, keep, candidates)
+    log.info("posting lists of %d docs cut to %d postings per term: %d of %d kept (%.1f s)", doc_weights.shape[0],
+             keep, len(out.lists.data), doc_weights.nnz, time.perf_counter() - start)
+    return out
+
+
+def index_postings(doc_weights: sp.csr_matrix, pruning: PruningConfig | None = None) -> Postings | PrunedPostings:
+    """The inverted index of a [docs, terms] weight matrix: every posting, or the lists cut as `pruning`
+    says for a corpus of this size (retrieval.pruning, E52). Only the chosen one is built."""
+    n = doc_weights.shape[0]
+    if pruning is None or not pruning.sparse(n):
+        return Postings(doc_weights)
+    return pruned_postings(doc_weights, pruning.posting_keep(n), pruning.candidates(n))
