@@ -129,7 +129,7 @@ def test_fast_scan_shortlist_ranks_its_candidates_exactly():
     index = build_faiss_index(docs, DenseIndexConfig(type="flat"))
     exact = DenseSearcher(index, docids, vectors=docs)
     listed = DenseSearcher(index, docids, vectors=docs, shortlist=2)
-    assert listed._fast_scan is not None
+    assert listed.fast_scan is not None
     assert build_fast_scan(docs[:, :-1]) is None and build_fast_scan(docs[:SHORTLIST_MIN_DOCS - 1]) is None
     queries = docs[:40] + 0.3 * rng.standard_normal((40, 64)).astype(np.float32)
     overlap = []

@@ -92,22 +92,26 @@ def test_rescoring_kernel_equals_the_numpy_path(monkeypatch):
         np.testing.assert_array_equal(compiled[1], plain[1])
 
 
-def test_ivf_shortlist_probing_every_list_is_the_exact_scan():
+def test_ivf_shortlist_scores_its_candidates_exactly_and_finds_the_scans_top_10():
     rng = np.random.default_rng(6)
-    vectors = rng.standard_normal((4000, 32)).astype(np.float32)
+    # clustered, as embeddings are (i.i.d. Gaussian vectors defeat any 4-bit code)
+    vectors = (rng.standard_normal((50, 32))[rng.integers(0, 50, 4000)]
+               + 0.3 * rng.standard_normal((4000, 32))).astype(np.float32)
     docids = [f"v{i}" for i in range(len(vectors))]
     flat = faiss.IndexFlatIP(32)
     flat.add(vectors)
     ivf = build_ivf_shortlist(vectors, points_per_list=100, nprobe=10_000, train_points=40, seed=1)
-    assert ivf.nlist == 40 and ivf.nprobe == 40
-    queries = rng.standard_normal((20, 32)).astype(np.float32)
+    assert ivf.nlist == 40 and ivf.nprobe == 40 and ivf.ntotal == 4000
+    queries = vectors[rng.integers(0, 4000, 20)] + 0.3 * rng.standard_normal((20, 32)).astype(np.float32)
     batch = QueryBatch([f"q{i}" for i in range(20)], [""] * 20)
     batch.encoded = EncodedTexts(dense=queries, sparse=None)
     exact = DenseSearcher(flat, docids, vectors=vectors).search_arrays(batch, 10)
-    shortlisted = DenseSearcher(ivf, docids).search_arrays(batch, 10)
-    for (rows, scores), (want_rows, want_scores) in zip(shortlisted, exact, strict=True):
-        assert set(rows.tolist()) == set(want_rows.tolist())
-        np.testing.assert_allclose(np.sort(scores), np.sort(want_scores), rtol=1e-5)
+    # every list probed, 30 x 10 candidates named by the codes: the scan's top 10 among them
+    listed = DenseSearcher(flat, docids, vectors=vectors, shortlist=30, fast_scan=ivf)
+    assert listed.fast_scan is ivf
+    for query, (rows, scores), (want_rows, _) in zip(queries, listed.search_arrays(batch, 10), exact, strict=True):
+        assert rows.tolist() == want_rows.tolist()
+        np.testing.assert_allclose(scores, vectors[rows] @ query, rtol=1e-5)
 
 
 def _static(n_terms: int, dim: int) -> StaticQueryEncoder:
@@ -141,6 +145,6 @@ def test_the_size_switch_picks_the_routes(n_docs, sparse_min, dense_min, pruned_
     fast = build_searchers(index, cfg, None, modes=["hybrid_fast"])["hybrid_fast"]
     assert isinstance(impacts.postings, PrunedPostings) == pruned_sparse
     dense_route = fast.searchers[1].inner
-    assert isinstance(dense_route.index, faiss.IndexIVFFlat) == ivf
+    assert isinstance(dense_route.fast_scan, faiss.IndexIVFPQFastScan) == ivf
     run = fast.search({"q": "t1 t5 t9 t30"}, 10)
     assert len(run["q"]) == 10

@@ -7,9 +7,9 @@ through `retrieval.modes.build_searchers` with the bundle's static query tables 
 weights: what serving runs, query encoding included (the static tables and Lucene's analysis), batch
 1, on the same real queries at every size. Every route is timed in three forms: exhaustive (every
 posting summed, every vector scanned), pruned (posting lists cut to their largest weights with the
-candidates scored exactly, an IVF shortlist of the vectors; retrieval.pruning) and served (what
-params choose at that size: either, or the IVF shortlist alone), each form's top-10 agreement with
-the exhaustive one beside it. Peak and resident memory are the process's.
+candidates scored exactly; the candidates an IVF index of PQ codes names, scored exactly from the
+vectors; retrieval.pruning) and served (what params choose at that size: either, or the IVF shortlist
+alone), each form's top-10 agreement with the exhaustive one beside it. Peak and resident memory are the process's.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ class _Forms:
                        for w in (self.index.impacts.doc_impacts, self.routes["bm25_memory"].doc_weights)]
 
 
-def _index_corpus(corpus: SyntheticCorpus, bundle, work: Path, row: dict) -> CorpusIndex:
+def index_corpus(corpus: SyntheticCorpus, bundle, work: Path, row: dict) -> CorpusIndex:
     """The structures serving holds for `corpus`, with build seconds per document in `row`."""
     from uniret.data.beir import Document
     from uniret.lexical.bm25 import index_documents
@@ -159,7 +159,7 @@ def measure_size(real: RealCorpus, bundle, pruning: PruningConfig, n: int, queri
     corpus = SyntheticCorpus(real, n, cfg.noise, cfg.swap_terms, cfg.seed)
     gc.collect()
     before = _rss()
-    index = _index_corpus(corpus, bundle, work, row)
+    index = index_corpus(corpus, bundle, work, row)
     # every form measured at every size, switched per form by `_Forms.use`: the routes built exhaustive
     # with the IVF shortlist beside them, and the BM25 route in memory (what pruning changes) at every size
     build_cfg = dataclasses.replace(retrieval, memory_max_docs=max(n, retrieval.memory_max_docs),
@@ -213,8 +213,8 @@ def _served_bytes(forms: _Forms, n: int, pruning: PruningConfig) -> dict:
     vectors = forms.index.doc_vectors
     out["dense_vectors"] = round(vectors.nbytes / n, 1)
     if pruning.dense(n):
-        ivf = forms.ivf_dense.index
-        out["dense_ivf"] = round((ivf.ntotal * (vectors.shape[1] * 4 + 8) + ivf.nlist * vectors.shape[1] * 4) / n, 1)
+        ivf = forms.ivf_dense.fast_scan  # its codes and ids (the flat vectors, counted above, score them)
+        out["dense_ivf"] = round((ivf.ntotal * (ivf.code_size + 8) + ivf.nlist * vectors.shape[1] * 4) / n, 1)
     out["total"] = round(sum(out.values()), 1)
     return out
 
@@ -223,7 +223,7 @@ def _nprobe_sweep(forms: _Forms, queries: dict[str, str], exact: dict, cfg: Grow
     """The dense route's p50 and top-10 agreement with the scan at each IVF nprobe of the sweep; its BM25
     feedback from the exhaustive BM25 route, so the figure is the IVF shortlist's alone."""
     forms.use(False, True)
-    ivf = forms.ivf_dense.index
+    ivf = forms.ivf_dense.fast_scan
     kept, out = ivf.nprobe, []
     for nprobe in cfg.nprobe_sweep:
         ivf.nprobe = min(nprobe, ivf.nlist)

@@ -115,8 +115,9 @@ def render_growth(growth: dict) -> str:
                                               for x in ("bm25_memory", "lexical_static", "hybrid_fast"))
                                    for g in r["posting_share"]]] for r in rows])
     lines += ["", "## Dense IVF shortlist: lists probed", ""]
-    lines += ["The dense_feedback route alone (its BM25 feedback from the exhaustive BM25 route) through the IVF "
-              "lists at each nprobe (at most the number of lists), against the scan of every vector.", ""]
+    lines += ["The dense_feedback route alone (its BM25 feedback from the exhaustive BM25 route): the candidates the "
+              "PQ codes of the IVF lists probed name (nprobe, at most the number of lists; retrieval.pruning."
+              "ivf_candidates x the depth), scored exactly, against the scan of every vector.", ""]
     lines += _table(["docs", "lists", *[f"nprobe {p['nprobe']}: p50 ms, agreement" for p in rows[-1]["ivf_nprobe"]]],
                     [[r["docs"], r["ivf_nprobe"][0]["nlist"], *[f"{p['p50_ms']}, {p['top10_agreement']}" for p in r["ivf_nprobe"]]]
                      for r in rows])

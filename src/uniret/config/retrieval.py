@@ -119,16 +119,18 @@ class PruningConfig:
 
     Sparse: every posting list cut to its largest `posting_share` x docs weights, the cut lists summed
     for `candidates(docs)` documents, those scored exactly from the documents' rows (retrieval/postings.py,
-    PrunedPostings). Dense: an IVF shortlist whose probed lists are scored exactly. Both approximate:
+    PrunedPostings). Dense: an IVF index of 4-bit PQ codes names `ivf_candidates` x k documents, scored
+    exactly from the flat vectors (retrieval/dense.py, build_ivf_shortlist). Both approximate:
     the bench measures their top-10 agreement with the exhaustive routes (uniret.bench.growth)."""
 
     sparse_min_docs: int | None = 1_000_000  # the in-memory BM25 and impact routes pruned at and above; None: never
     posting_share: float = 0.02  # postings kept per term, as a share of the corpus
     sparse_candidates: int = 1000  # documents scored exactly per query: at least this many...
     candidates_share: float = 0.003  # ...or this share of the corpus, when larger
-    dense_min_docs: int | None = 100_000  # hybrid_fast's dense route through an IVF index at and above; None: never
+    dense_min_docs: int | None = 100_000  # hybrid_fast's dense route shortlisted by an IVF index at and above; None: never
     ivf_points_per_list: int = 256  # IVF lists: corpus size / this
-    ivf_nprobe: int = 64  # lists scanned per query
+    ivf_nprobe: int = 64  # lists scanned per query (E53)
+    ivf_candidates: int = 8  # documents the codes name per query, scored exactly: this many times k (E53)
     ivf_train_points: int = 64  # k-means trains on this many sampled vectors per list (faiss asks >= 39)
     seed: int = 13
 
@@ -151,8 +153,10 @@ class PruningConfig:
     def validate(self) -> None:
         if min(self.sparse_min_docs or 0, self.dense_min_docs or 0) < 0:
             raise ValueError("sparse_min_docs and dense_min_docs must be >= 0 or null")
-        if min(self.ivf_points_per_list, self.ivf_nprobe, self.ivf_train_points, self.sparse_candidates) <= 0:
-            raise ValueError("ivf_points_per_list, ivf_nprobe, ivf_train_points and sparse_candidates must be positive")
+        if min(self.ivf_points_per_list, self.ivf_nprobe, self.ivf_train_points, self.ivf_candidates,
+               self.sparse_candidates) <= 0:
+            raise ValueError("ivf_points_per_list, ivf_nprobe, ivf_train_points, ivf_candidates and sparse_candidates "
+                             "must be positive")
         if not 0.0 < self.posting_share <= 1.0 or not 0.0 <= self.candidates_share <= 1.0:
             raise ValueError(f"posting_share must be in (0, 1] and candidates_share in [0, 1], got "
                              f"{self.posting_share} and {self.candidates_share}")
@@ -171,7 +175,7 @@ class RetrievalConfig:
     # as an in-memory inverted index; same ranking, no JNI per hit, no Java lock) or `auto`
     # (memory up to memory_max_docs documents, Lucene above)
     lexical_backend: Literal["lucene", "memory", "auto"] = "auto"
-    # what hybrid_fast holds in memory at 1M synthetic docs: ~6.2 KB a doc (E52), so 2M docs ~ 12.5 GB of RAM
+    # what hybrid_fast holds in memory at 1M synthetic docs: ~4.7 KB a doc (E53), so 2M docs ~ 9.5 GB of RAM
     memory_max_docs: int = 2_000_000
     uni: UniConfig = field(default_factory=UniConfig)
     fusion: FusionConfig = field(default_factory=FusionConfig)

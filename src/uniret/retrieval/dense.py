@@ -145,14 +145,16 @@ def shortlisted(fast_scan: faiss.Index, vectors: np.ndarray, queries: np.ndarray
 
 def build_ivf_shortlist(vectors: np.ndarray, points_per_list: int, nprobe: int, train_points: int,
                        seed: int) -> faiss.Index:
-    """An IVF-Flat index over `vectors` (inner product): n / `points_per_list` lists from k-means on a
-    fixed-seed sample of `train_points` vectors per list; a search scans the `nprobe` lists nearest
-    the query and scores their vectors exactly (the stored vectors, no codes). Large corpora's dense
-    route (retrieval.pruning, E52)."""
+    """An IVF index of 4-bit PQ fast-scan codes over `vectors` (inner product): n / `points_per_list`
+    lists from k-means on a fixed-seed sample of `train_points` vectors per list, each vector coded in
+    SHORTLIST_DIMS_PER_CODE-dim pieces (one per dimension where the dimension does not split). A search
+    scans the codes of the `nprobe` lists nearest the query: the shortlist whose candidates the large
+    corpus's dense route scores exactly from the flat vectors (`shortlisted`; retrieval.pruning, E53)."""
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     n, dim = vectors.shape
     nlist = max(1, min(n // points_per_list, n // MIN_POINTS_PER_LIST))
-    index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
+    codes = dim // SHORTLIST_DIMS_PER_CODE if dim % SHORTLIST_DIMS_PER_CODE == 0 else dim
+    index = faiss.IndexIVFPQFastScan(faiss.IndexFlatIP(dim), dim, nlist, codes, 4, faiss.METRIC_INNER_PRODUCT)
     sample = np.random.default_rng(seed).choice(n, size=min(n, nlist * train_points), replace=False)
     index.train(vectors[np.sort(sample)])
     index.add(vectors)
@@ -173,9 +175,10 @@ class DenseSearcher(Searcher):
     has_arrays = True
 
     def __init__(self, index: faiss.Index, docids: list[str], encoder: TextEncoder | None = None,
-                 vectors: np.ndarray | None = None, shortlist: float = 0.0):
+                 vectors: np.ndarray | None = None, shortlist: float = 0.0, fast_scan: faiss.Index | None = None):
         """`shortlist`: over a flat index with its vectors, take `shortlist` x k candidates from a 4-bit
-        PQ fast-scan copy of the vectors and rank them by their exact scores (0: scan every vector)."""
+        PQ fast-scan copy of the vectors (`fast_scan` where given, e.g. `build_ivf_shortlist`'s; else
+        built here) and rank them by their exact scores (0: scan every vector)."""
         if index.ntotal != len(docids):
             raise ValueError(f"faiss index holds {index.ntotal} vectors but {len(docids)} doc ids were given")
         self.index = index
@@ -185,7 +188,11 @@ class DenseSearcher(Searcher):
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32) if exact else None
         self.shortlist = shortlist
         self.gil_bound = isinstance(index, faiss.Index) and encoder is None  # in-process, no query encoder
-        self._fast_scan = build_fast_scan(self.vectors) if shortlist and self.vectors is not None else None
+        if not shortlist or self.vectors is None:
+            fast_scan = None
+        elif fast_scan is None:
+            fast_scan = build_fast_scan(self.vectors)
+        self.fast_scan = fast_scan
 
     def _search(self, batch: QueryBatch, k: int) -> tuple[np.ndarray, np.ndarray]:
         enc = batch.require_encoded(self.mode)
@@ -194,8 +201,8 @@ class DenseSearcher(Searcher):
         queries = np.ascontiguousarray(enc.dense, dtype=np.float32)
         k = min(k, len(self.docids))
         candidates = math.ceil(k * self.shortlist)
-        if self._fast_scan is not None and candidates < len(self.docids):
-            return shortlisted(self._fast_scan, self.vectors, queries, k, max(candidates, k))
+        if self.fast_scan is not None and candidates < len(self.docids):
+            return shortlisted(self.fast_scan, self.vectors, queries, k, max(candidates, k))
         if self.vectors is not None:
             idx, scores = top_k_rows(queries @ self.vectors.T, k)
             return scores, idx

@@ -183,7 +183,8 @@ def build_searchers(
         elif mode in ("dense_static", "dense_feedback") and index.doc_vectors is not None and (
                 cfg.fusion.fast_shortlist or cfg.pruning.dense(len(index.docids))):
             if cfg.pruning.dense(len(index.docids)):
-                dense = DenseSearcher(ivf_index(), index.docids)
+                dense = DenseSearcher(index.dense, index.docids, vectors=index.doc_vectors,
+                                      shortlist=cfg.pruning.ivf_candidates, fast_scan=ivf_index())
             else:
                 dense = DenseSearcher(index.dense, index.docids, vectors=index.doc_vectors,
                                       shortlist=cfg.fusion.fast_shortlist)
@@ -194,13 +195,13 @@ def build_searchers(
         return built[key]
 
     def ivf_index() -> faiss.Index:
-        """The IVF shortlist of a large corpus's dense route, built once from its vectors (E52)."""
+        """The IVF shortlist of a large corpus's dense route, built once from its vectors (E52, E53)."""
         if not ivf:
             p = cfg.pruning
             start = time.perf_counter()
             ivf.append(build_ivf_shortlist(index.doc_vectors, p.ivf_points_per_list, p.ivf_nprobe,
                                            p.ivf_train_points, p.seed))
-            log.info("dense IVF shortlist over %d vectors: %d lists, nprobe %d (%.1f s)", len(index.docids),
+            log.info("dense IVF-PQ shortlist over %d vectors: %d lists, nprobe %d (%.1f s)", len(index.docids),
                      ivf[0].nlist, ivf[0].nprobe, time.perf_counter() - start)
         return ivf[0]
 
