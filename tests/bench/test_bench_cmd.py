@@ -118,3 +118,16 @@ def test_growth_section_times_the_served_mode_beside_lucene_bm25(bench_out, repo
         assert len(row["posting_share"]) == len(cfg.posting_share_sweep) * len(cfg.candidates_sweep)
     assert (out / "growth.md").is_file() and (out / growth["plot"]).is_file()
     assert "[growth.md](growth.md)" in markdown
+
+
+@pytest.mark.slow
+def test_only_growth_replaces_the_growth_section_of_the_full_run_beside_it(bench_out, tiny_bundle, shared_data,
+                                                                          repo_root):
+    result, _, out = bench_out
+    code = main(["bench", "--params", str(repo_root / "params.yaml"), "--profile", "tiny", "--data", str(shared_data),
+                 "--bundle", str(tiny_bundle), "--out", str(out), "--only", "growth"])
+    assert code == 0
+    after = json.loads((out / "bench.json").read_text())
+    assert after["growth"] == json.loads((out / "growth.json").read_text()) != result["growth"]
+    assert after["modes"] == result["modes"] and after["started_at"] == result["started_at"]  # the rest as measured
+    assert "[growth.md](growth.md)" in (out / "bench.md").read_text()

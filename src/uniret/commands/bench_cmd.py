@@ -35,7 +35,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="leave a section out (repeatable); it is recorded as skipped")
     p.add_argument("--only", choices=["growth"], default=None,
                    help="run one section alone: growth writes growth.{json,md,png} (the served mode on synthetic "
-                        "corpora of params bench.growth.sizes; the run to 1M docs peaks at ~16 GB of RAM and takes ~12 min on 2 cores)")
+                        "corpora of params bench.growth.sizes; the run to 1M docs peaks at ~16 GB of RAM and takes 12-18 min "
+                        "on 2 cores) and replaces the growth section of a bench.json already in --out")
     p.add_argument("--stage", dest="dag_stage", action="store_true",
                    help="run the DAG's bench stage instead: a short run (params bench.stage) on artifacts/index/bundle "
                         "-> artifacts/bench/bench.json, the figures the gate budgets")
