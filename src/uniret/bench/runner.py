@@ -15,7 +15,7 @@ from itertools import islice
 from pathlib import Path
 
 from uniret.bench.machine import library_versions, machine_info
-from uniret.bench.report import targets, write_results
+from uniret.bench.report import JSON_FILE, targets, write_results
 from uniret.config.params import Params
 from uniret.config.serving import BenchConfig
 from uniret.utils.files import shown_path
@@ -182,8 +182,6 @@ def _replace_growth(out_dir: Path, growth: dict) -> None:
     """A full run's bench.json and bench.md in `out_dir`, if any, with this growth section in place of theirs
     (their other sections stay as measured), so neither points at an older curve than growth.md."""
     import json
-
-    from uniret.bench.report import JSON_FILE
 
     path = out_dir / JSON_FILE
     if path.is_file():

@@ -181,8 +181,8 @@ def build_searchers(
                           if index.bm25_weights is not None
                           else MemoryBm25Searcher.from_lucene(index.bm25_dir, bm25_cfg, index.docids, cfg.pruning))
         elif mode in ("dense_static", "dense_feedback") and index.doc_vectors is not None and (
-                cfg.fusion.fast_shortlist or cfg.pruning.dense(len(index.docids))):
-            if cfg.pruning.dense(len(index.docids)):
+                cfg.fusion.fast_shortlist or ivf_shortlisted()):
+            if ivf_shortlisted():
                 dense = DenseSearcher(index.dense, index.docids, vectors=index.doc_vectors,
                                       shortlist=cfg.pruning.ivf_candidates, fast_scan=ivf_index())
             else:
@@ -193,6 +193,11 @@ def build_searchers(
         else:
             built[key] = make(mode)
         return built[key]
+
+    def ivf_shortlisted() -> bool:
+        """Whether the dense route takes IVF codes' candidates: a large corpus (E52) in a CPU flat index,
+        whose vectors score them exactly (any other index searches as it is, its codes never built)."""
+        return cfg.pruning.dense(len(index.docids)) and isinstance(index.dense, faiss.IndexFlat)
 
     def ivf_index() -> faiss.Index:
         """The IVF shortlist of a large corpus's dense route, built once from its vectors (E52, E53)."""
