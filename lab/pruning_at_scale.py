@@ -140,6 +140,27 @@ def _dense(vectors, queries: np.ndarray, depth: int, pruning) -> dict:
     return out
 
 
+def growth_corpus(docs: int):
+    """(production bundle, the growth bench's queries, its synthetic corpus of `docs` documents, the
+    bench params) as `uniret bench --only growth` makes them (the cpu profile, registry/)."""
+    from uniret.bench.growth import real_corpus
+    from uniret.bench.runner import bench_queries
+    from uniret.bench.synthetic import SyntheticCorpus
+    from uniret.config import load_params
+    from uniret.data.roots import resolve_data_root
+    from uniret.retrieval.bundle import open_bundle
+    from uniret.serving.source import BundleSource
+
+    params = load_params(None, "cpu")
+    cfg = params.section("bench")
+    bundle = open_bundle(BundleSource(registry_root=Path("registry")).production()[0].resolve())
+    data_root = resolve_data_root(None, params.section("data").root)
+    queries = dict(list(bench_queries(data_root, cfg)[0].items())[: cfg.growth.queries])
+    corpus = SyntheticCorpus(real_corpus(bundle, data_root), docs, cfg.growth.noise, cfg.growth.swap_terms,
+                             cfg.growth.seed)
+    return bundle, queries, corpus, cfg
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=1_000_000)
@@ -147,23 +168,11 @@ def main() -> None:
     parser.add_argument("--out", default="lab/results/pruning_at_scale.json")
     args = parser.parse_args()
 
-    from uniret.bench.growth import index_corpus, real_corpus
+    from uniret.bench.growth import index_corpus
     from uniret.bench.machine import machine_info
-    from uniret.bench.runner import bench_queries
-    from uniret.bench.synthetic import SyntheticCorpus
-    from uniret.config import load_params
-    from uniret.data.roots import resolve_data_root
-    from uniret.retrieval.bundle import open_bundle
-    from uniret.serving.source import BundleSource
     from uniret.utils.files import make_temp_dir
 
-    params = load_params(None, "cpu")
-    cfg = params.section("bench")
-    bundle = open_bundle(BundleSource(registry_root=Path("registry")).production()[0].resolve())
-    data_root = resolve_data_root(None, params.section("data").root)
-    queries = dict(list(bench_queries(data_root, cfg)[0].items())[: cfg.growth.queries])
-    corpus = SyntheticCorpus(real_corpus(bundle, data_root), args.docs, cfg.growth.noise, cfg.growth.swap_terms,
-                             cfg.growth.seed)
+    bundle, queries, corpus, cfg = growth_corpus(args.docs)
     Path(cfg.growth.work_dir).mkdir(parents=True, exist_ok=True)
     work = make_temp_dir(cfg.growth.work_dir, "seismic-")
     try:

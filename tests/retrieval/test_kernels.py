@@ -54,6 +54,24 @@ def test_postings_top_k_equals_numpy_with_ties(monkeypatch):
     assert len(empty[0]) == 0 and postings.top_k(np.array([0]), np.array([1.0]), 0, ties)[0].tolist() == []
 
 
+def test_postings_scratch_is_cleared_and_each_thread_has_its_own():
+    """The accumulators a query sums into are zero again after it, and threads searching at once each
+    sum into their own: every thread gets the one-thread answer."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(8)
+    doc_weights = sp.random(3000, 200, density=0.05, random_state=2, format="csr", dtype=np.float64)
+    postings = Postings(doc_weights)
+    ties = np.arange(3000, dtype=np.int64)
+    queries = [(np.sort(rng.choice(200, size=8, replace=False)).astype(np.int64), rng.random(8)) for _ in range(60)]
+    alone = [postings.top_k(t, w, 20, ties)[0].tolist() for t, w in queries]
+    acc, seen, _ = postings._accumulators()
+    assert not acc.any() and not seen.any()
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda q: postings.top_k(q[0], q[1], 20, ties)[0].tolist(), queries * 4))
+    assert together == alone * 4 and sum(map(len, alone)) == 20 * len(queries)
+
+
 def test_shortlist_rescoring_equals_numpy(monkeypatch):
     rng = np.random.default_rng(5)
     docs = rng.standard_normal((2000, 32)).astype(np.float32)
@@ -78,7 +96,7 @@ def test_fusion_kernel_equals_the_dict_interpolation():
         weights = rng.random(3)
         bounds = np.cumsum([0] + [len(r) for r, _ in parts])
         rows, fused = kernels.fuse_minmax(np.concatenate([r for r, _ in parts]), np.concatenate([s for _, s in parts]),
-                                          bounds, weights, n_docs, 10, ties)
+                                          bounds, weights, 10, ties)
         runs = [{"q": {docids[r]: s for r, s in zip(rows_, scores_, strict=True)}} for rows_, scores_ in parts]
         want = interpolate(runs, list(weights), 10).get("q", {})
         assert [docids[r] for r in rows] == list(want)

@@ -148,3 +148,30 @@ def test_the_size_switch_picks_the_routes(n_docs, sparse_min, dense_min, pruned_
     assert isinstance(dense_route.fast_scan, faiss.IndexIVFPQFastScan) == ivf
     run = fast.search({"q": "t1 t5 t9 t30"}, 10)
     assert len(run["q"]) == 10
+
+
+def test_a_large_corpus_runs_its_independent_routes_on_a_worker_with_the_same_results():
+    """From parallel_min_docs, hybrid_fast's routes that no other route reads run on the route pool's
+    threads beside the caller's route; the fused runs are those of the one-thread fusion."""
+    import threading
+
+    weights, docids = _corpus(n_docs=3000)
+    vectors = np.random.default_rng(8).standard_normal((3000, 16)).astype(np.float32)
+    flat = faiss.IndexFlatIP(16)
+    flat.add(vectors)
+    impacts = MemoryImpactIndex.from_impacts(docids, weights, 100.0)
+    index = CorpusIndex(docids=docids, dense=flat, doc_vectors=vectors, lexical=impacts, impacts=impacts,
+                        static_query=_static(weights.shape[1], 16))
+    fast = {}
+    for parallel_min in (3000, None):
+        cfg = RetrievalConfig(pruning=PruningConfig(parallel_min_docs=parallel_min, dense_min_docs=None))
+        cfg = dataclasses.replace(cfg, fusion=dataclasses.replace(cfg.fusion, fast_runs=["lexical_static", "dense_static"]))
+        fast[parallel_min] = build_searchers(index, cfg, None, modes=["hybrid_fast"])["hybrid_fast"]
+    assert fast[3000].parallel and not fast[None].parallel
+    threads = []
+    route = fast[3000].searchers[0]
+    search = route.search_arrays
+    route.search_arrays = lambda batch, k: (threads.append(threading.current_thread().name), search(batch, k))[1]
+    queries = {f"q{i}": " ".join(f"t{t}" for t in terms) for i, (terms, _) in enumerate(_queries(400, count=20))}
+    assert fast[3000].search(queries, 10) == fast[None].search(queries, 10)
+    assert threads and all(name.startswith("uniret-route") for name in threads)

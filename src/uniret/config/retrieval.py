@@ -132,6 +132,9 @@ class PruningConfig:
     ivf_nprobe: int = 64  # lists scanned per query (E53)
     ivf_candidates: int = 8  # documents the codes name per query, scored exactly: this many times k (E53)
     ivf_train_points: int = 64  # k-means trains on this many sampled vectors per list (faiss asks >= 39)
+    # hybrid_fast's routes that read no other route's hits run on a worker thread beside the caller's at
+    # and above (their kernels hold no GIL); below, the handoff costs more than it overlaps (E54); None: never
+    parallel_min_docs: int | None = 100_000
     seed: int = 13
 
     def posting_keep(self, n_docs: int) -> int:
@@ -150,9 +153,13 @@ class PruningConfig:
         """Whether a corpus of `n_docs` documents has hybrid_fast's dense route shortlisted by IVF."""
         return self.dense_min_docs is not None and n_docs >= self.dense_min_docs
 
+    def parallel(self, n_docs: int) -> bool:
+        """Whether hybrid_fast over a corpus of `n_docs` documents runs its independent routes on a worker."""
+        return self.parallel_min_docs is not None and n_docs >= self.parallel_min_docs
+
     def validate(self) -> None:
-        if min(self.sparse_min_docs or 0, self.dense_min_docs or 0) < 0:
-            raise ValueError("sparse_min_docs and dense_min_docs must be >= 0 or null")
+        if min(self.sparse_min_docs or 0, self.dense_min_docs or 0, self.parallel_min_docs or 0) < 0:
+            raise ValueError("sparse_min_docs, dense_min_docs and parallel_min_docs must be >= 0 or null")
         if min(self.ivf_points_per_list, self.ivf_nprobe, self.ivf_train_points, self.ivf_candidates,
                self.sparse_candidates) <= 0:
             raise ValueError("ivf_points_per_list, ivf_nprobe, ivf_train_points, ivf_candidates and sparse_candidates "

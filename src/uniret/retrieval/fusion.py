@@ -73,8 +73,11 @@ class FusionSearcher(Searcher):
     """Fuses the runs of other searchers (each taken to `depth`): `hybrid` or `rrf`."""
 
     def __init__(self, searchers: Sequence[Searcher], method: str, depth: int | Sequence[int], alpha: float = 0.5,
-                 rrf_k: int = 60, weights: Sequence[float] | None = None, fixed_depths: bool = False):
-        """`depth`: docs taken from every run, or one depth per run (e.g. a shorter BM25 run)."""
+                 rrf_k: int = 60, weights: Sequence[float] | None = None, fixed_depths: bool = False,
+                 parallel: bool = False):
+        """`depth`: docs taken from every run, or one depth per run (e.g. a shorter BM25 run); `parallel`:
+        an array fusion runs every route that no other route reads on a worker thread too, not only
+        the Lucene ones (a large corpus, whose compiled routes hold no GIL: retrieval.pruning, E54)."""
         if method not in ("hybrid", "rrf"):
             raise ValueError(f"unknown fusion method {method!r}; use hybrid or rrf")
         if weights is not None and len(weights) != len(searchers):
@@ -86,6 +89,7 @@ class FusionSearcher(Searcher):
         if len(self.depths) != len(self.searchers):
             raise ValueError(f"{len(searchers)} runs to fuse but {len(self.depths)} depths")
         self.fixed_depths = fixed_depths
+        self.parallel = parallel
         self.alpha = alpha
         self.rrf_k = rrf_k
         # learned weights (index stage, dev split) win over params' alpha / equal weights
@@ -121,14 +125,17 @@ class FusionSearcher(Searcher):
         return interpolate(runs, self.weights, k)
 
     def _route_arrays(self, batch: QueryBatch, depths: list[int]) -> list[list[tuple[np.ndarray, np.ndarray]]]:
-        """Every route's hits as arrays: the shared query encodings first, then the Lucene routes on
-        worker threads while the caller runs the others (the last route stays with the caller when all
-        call Lucene). Same results, in the same order, as running them one after the other. A route
-        that reads another's hits (`dense_feedback` reads BM25's) finds them in the batch."""
+        """Every route's hits as arrays: the shared query encodings first, then the Lucene routes (with
+        `parallel`, every route no other reads) on worker threads while the caller runs the others (the
+        last route stays with the caller when all would go). Same results, in the same order, as running
+        them one after the other. A route that reads another's hits (`dense_feedback` reads BM25's)
+        finds them in the batch."""
         pairs = list(zip(self.searchers, depths, strict=True))
         for searcher in self.searchers:
             searcher.prepare(batch)
-        away = [i for i, s in enumerate(self.searchers) if s.uses_jvm and not self._reads_route(s)][: len(pairs) - 1]
+        read = [self._reads_route(s) for s in self.searchers]  # the route each one reads, if any
+        away = [i for i, s in enumerate(self.searchers) if read[i] is None
+                and (s.uses_jvm or self.parallel and all(r is not s for r in read))][: len(pairs) - 1]
         pending = {i: _ROUTES.submit(pairs[i][0].search_arrays, batch, pairs[i][1]) for i in away}
         hits: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
         for i, (searcher, depth) in enumerate(pairs):
@@ -155,7 +162,7 @@ class FusionSearcher(Searcher):
             best, fused = kernels.fuse_minmax(
                 np.concatenate([rows for rows, _ in parts]).astype(np.int64),
                 np.concatenate([scores for _, scores in parts]).astype(np.float64),
-                bounds, np.asarray(self.weights, dtype=np.float64), len(self.docids), k, self.ties)
+                bounds, np.asarray(self.weights, dtype=np.float64), k, self.ties)
             return hits_dict(self.docids, best, fused)
         total = np.zeros(len(self.docids), dtype=np.float64)
         seen = np.zeros(len(self.docids), dtype=bool)

@@ -49,16 +49,37 @@ def _ranked(rows, scores, ties, k):  # pragma: no cover - compiled
 
 
 @_jit
-def postings_top_k(indptr, indices, data, n_docs, terms, weights, k, ties, scale, round32):  # pragma: no cover
+def _worse(score_a, tie_a, score_b, tie_b):  # pragma: no cover - compiled
+    """Whether hit a ranks below hit b: a lower score, or an equal score and a later tie rank."""
+    return score_a < score_b or (score_a == score_b and tie_a > tie_b)
+
+
+@_jit
+def _sift_down(heap_s, heap_t, heap_r, i, size):  # pragma: no cover - compiled
+    """Restore the heap below `i`: every entry ranks at or below its children (the worst hit on top)."""
+    while True:
+        worst, left, right = i, 2 * i + 1, 2 * i + 2
+        if left < size and _worse(heap_s[left], heap_t[left], heap_s[worst], heap_t[worst]):
+            worst = left
+        if right < size and _worse(heap_s[right], heap_t[right], heap_s[worst], heap_t[worst]):
+            worst = right
+        if worst == i:
+            return
+        heap_s[i], heap_s[worst] = heap_s[worst], heap_s[i]
+        heap_t[i], heap_t[worst] = heap_t[worst], heap_t[i]
+        heap_r[i], heap_r[worst] = heap_r[worst], heap_r[i]
+        i = worst
+
+
+@_jit
+def postings_top_k(indptr, indices, data, acc, seen, touched, terms, weights, k, ties, scale, round32):  # pragma: no cover
     """(rows, scores) of the k best docs with a positive score for one query: each doc's sum over
     `terms` (in the given order, as the numpy path adds them) of weight x posting, times `scale`, or
-    rounded to float32 (`round32`, as Lucene keeps a BM25 score); best first, ties by `ties`."""
-    acc = np.zeros(n_docs, dtype=np.float64)
-    seen = np.zeros(n_docs, dtype=np.bool_)
-    total = 0
-    for t in range(len(terms)):
-        total += indptr[terms[t] + 1] - indptr[terms[t]]
-    touched = np.empty(total, dtype=np.int64)
+    rounded to float32 (`round32`, as Lucene keeps a BM25 score); best first, ties by `ties`.
+    `acc` (float64), `seen` (bool) and `touched` (int32), one entry a doc, are the caller's scratch:
+    `acc` and `seen` all zero, and left zero again. The k best are kept in a heap of k entries while
+    the touched docs are read, so no array the size of the corpus is made per query (E54)."""
+    k = max(k, 0)
     m = 0
     for t in range(len(terms)):
         w = weights[t]
@@ -69,18 +90,36 @@ def postings_top_k(indptr, indices, data, n_docs, terms, weights, k, ties, scale
                 touched[m] = d
                 m += 1
             acc[d] += np.float64(data[p]) * w
-    rows = np.empty(m, dtype=np.int64)
-    scores = np.empty(m, dtype=np.float64)
-    kept = 0
+    heap_s = np.empty(k, dtype=np.float64)
+    heap_t = np.empty(k, dtype=np.int64)
+    heap_r = np.empty(k, dtype=np.int64)
+    size = 0
     for i in range(m):
-        s = np.float64(np.float32(acc[touched[i]])) if round32 else acc[touched[i]] * scale
-        if s > 0:
-            rows[kept] = touched[i]
-            scores[kept] = s
-            kept += 1
-    rows, scores = rows[:kept], scores[:kept]
-    best = _ranked(rows, scores, ties, k)
-    return rows[best], scores[best]
+        d = touched[i]
+        s = np.float64(np.float32(acc[d])) if round32 else acc[d] * scale
+        if s <= 0 or k == 0:
+            continue
+        if size < k:  # sift the new hit up from the bottom
+            j = size
+            size += 1
+            while j > 0 and _worse(s, ties[d], heap_s[(j - 1) // 2], heap_t[(j - 1) // 2]):
+                parent = (j - 1) // 2
+                heap_s[j], heap_t[j], heap_r[j] = heap_s[parent], heap_t[parent], heap_r[parent]
+                j = parent
+            heap_s[j], heap_t[j], heap_r[j] = s, ties[d], d
+        elif _worse(heap_s[0], heap_t[0], s, ties[d]):  # better than the worst kept: it takes its place
+            heap_s[0], heap_t[0], heap_r[0] = s, ties[d], d
+            _sift_down(heap_s, heap_t, heap_r, 0, size)
+    if m * 8 > len(acc):  # most of the corpus touched: one sequential pass clears faster than m scattered ones
+        acc[:] = 0.0
+        seen[:] = False
+    else:
+        for i in range(m):
+            acc[touched[i]] = 0.0
+            seen[touched[i]] = False
+    order = np.argsort(heap_t[:size], kind="mergesort")
+    order = order[np.argsort(-heap_s[:size][order], kind="mergesort")]  # score, then tie rank, as `_ranked`
+    return heap_r[:size][order], heap_s[:size][order]
 
 
 @_jit
@@ -95,16 +134,18 @@ def rescore_rows_top_k(indptr, indices, data, rows, terms, weights, k, ties, sca
         d = rows[i]
         p, end = indptr[d], indptr[d + 1]
         s = 0.0
-        t = 0
-        while p < end and t < len(terms):  # merge the two ascending term lists
-            if indices[p] < terms[t]:
-                p += 1
-            elif indices[p] > terms[t]:
-                t += 1
-            else:
-                s += np.float64(data[p]) * weights[t]
-                p += 1
-                t += 1
+        for t in range(len(terms)):  # each query term found by bisection in the rest of the row
+            lo, hi = p, end
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if indices[mid] < terms[t]:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if lo < end and indices[lo] == terms[t]:
+                s += np.float64(data[lo]) * weights[t]
+                lo += 1
+            p = lo
         scores[i] = np.float64(np.float32(s)) if round32 else s * scale
         keep[i] = scores[i] > 0
     found, values = rows[keep], scores[keep]
@@ -190,24 +231,31 @@ def feedback_query(query, vectors, rows, scores, docs, weight):  # pragma: no co
 
 
 @_jit
-def fuse_minmax(rows, scores, bounds, weights, n_docs, k, ties):  # pragma: no cover - compiled
+def fuse_minmax(rows, scores, bounds, weights, k, ties):  # pragma: no cover - compiled
     """(rows, fused scores) of one query's k best: route r's hits are rows/scores[bounds[r]:bounds[r + 1]];
     each route's scores min-max normalised (all equal: 1) and weighted, a doc missing from a route
-    gets 0 from it; the arithmetic and order of `fusion.interpolate`. Ties by ascending `ties`."""
-    total = np.zeros(n_docs, dtype=np.float64)
-    seen = np.zeros(n_docs, dtype=np.bool_)
+    gets 0 from it; the arithmetic and order of `fusion.interpolate`. Ties by ascending `ties`.
+    The hits are merged by sorting their rows, so the work is the routes' depth, not the corpus (E54)."""
+    n = len(rows)
+    part = np.empty(n, dtype=np.float64)
     for r in range(len(weights)):
         lo_i, hi_i = bounds[r], bounds[r + 1]
         if hi_i == lo_i:
             continue
-        part = scores[lo_i:hi_i]
-        lo, hi = part.min(), part.max()
+        lo, hi = scores[lo_i:hi_i].min(), scores[lo_i:hi_i].max()
         for i in range(lo_i, hi_i):
-            norm = 1.0 if hi == lo else (scores[i] - lo) / (hi - lo)
-            total[rows[i]] += weights[r] * norm
-            seen[rows[i]] = True
-    cand = np.flatnonzero(seen)
-    fused = total[cand]
+            part[i] = weights[r] * (1.0 if hi == lo else (scores[i] - lo) / (hi - lo))
+    order = np.argsort(rows, kind="mergesort")  # stable: a doc's routes stay in route order, as they are added
+    cand = np.empty(n, dtype=np.int64)
+    fused = np.empty(n, dtype=np.float64)
+    m = -1
+    for i in order:
+        if m < 0 or rows[i] != cand[m]:
+            m += 1
+            cand[m] = rows[i]
+            fused[m] = 0.0
+        fused[m] += part[i]
+    cand, fused = cand[: m + 1], fused[: m + 1]
     best = _ranked(cand, fused, ties, k)
     return cand[best], fused[best]
 
@@ -224,15 +272,17 @@ def warm() -> float:
     rows, ties = np.arange(3, dtype=np.int64), np.arange(3, dtype=np.int64)
     indptr, indices = np.array([0, 2, 3], dtype=np.int64), np.array([0, 2, 1], dtype=np.int32)
     data, weights = np.ones(3, dtype=np.float32), np.ones(1, dtype=np.float64)
+    acc, seen, touched = np.zeros(3, dtype=np.float64), np.zeros(3, dtype=np.bool_), np.zeros(3, dtype=np.int32)
     for round32 in (False, True):
-        postings_top_k(indptr, indices, data, 3, np.array([0], dtype=np.int64), weights, 2, ties, 1.0, round32)
+        postings_top_k(indptr, indices, data, acc, seen, touched, np.array([0], dtype=np.int64), weights, 2, ties, 1.0,
+                       round32)
         rescore_rows_top_k(indptr, indices, data, rows[:2], np.array([0], dtype=np.int64), weights, 2, ties, 1.0,
                            round32)
     vectors = np.eye(3, dtype=np.float32)
     rescore_top_k(vectors, vectors[0], rows, 2)
     token_bag(rows, vectors, data)
     feedback_query(vectors[0], vectors, rows, np.ones(3, dtype=np.float64), 2, 0.5)
-    fuse_minmax(rows, np.ones(3, dtype=np.float64), rows[:2], weights, 3, 2, ties)
+    fuse_minmax(rows, np.ones(3, dtype=np.float64), rows[:2], weights, 2, ties)
     return time.perf_counter() - start
 
 

@@ -164,7 +164,8 @@ def build_searchers(
             parts = [fast_route(m) if mode == "hybrid_fast" else make(m) for m in names]
             searcher = FusionSearcher(parts, method, depths,
                                       cfg.fusion.alpha, cfg.fusion.rrf_k, weights=index.fusion_weights.get(mode),
-                                      fixed_depths=mode == "hybrid_fast")
+                                      fixed_depths=mode == "hybrid_fast",
+                                      parallel=mode == "hybrid_fast" and cfg.pruning.parallel(len(index.docids)))
             searcher.mode = mode
         built[mode] = searcher
         return searcher
