@@ -105,6 +105,11 @@ class FusionSearcher(Searcher):
             s.has_arrays and getattr(s, "docids", None) == self.docids for s in self.searchers
         )
         self.ties = tie_ranks(self.docids) if self.on_arrays else None
+        # the routes an array fusion hands to worker threads: the Lucene ones (with `parallel`, every one
+        # no other route reads) that read no other's hits, the last route always left to the caller
+        read = [self._reads_route(s) for s in self.searchers]
+        self.away = [i for i, s in enumerate(self.searchers) if read[i] is None
+                     and (s.uses_jvm or parallel and all(r is not s for r in read))][: len(self.searchers) - 1]
 
     def search_batch(self, batch: QueryBatch, k: int) -> Run:
         # each run to its own depth, so a fused top-10 is the prefix of the fused top-1000 that
@@ -133,10 +138,7 @@ class FusionSearcher(Searcher):
         pairs = list(zip(self.searchers, depths, strict=True))
         for searcher in self.searchers:
             searcher.prepare(batch)
-        read = [self._reads_route(s) for s in self.searchers]  # the route each one reads, if any
-        away = [i for i, s in enumerate(self.searchers) if read[i] is None
-                and (s.uses_jvm or self.parallel and all(r is not s for r in read))][: len(pairs) - 1]
-        pending = {i: _ROUTES.submit(pairs[i][0].search_arrays, batch, pairs[i][1]) for i in away}
+        pending = {i: _ROUTES.submit(pairs[i][0].search_arrays, batch, pairs[i][1]) for i in self.away}
         hits: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
         for i, (searcher, depth) in enumerate(pairs):
             source = self._reads_route(searcher)

@@ -117,9 +117,9 @@ def postings_top_k(indptr, indices, data, acc, seen, touched, terms, weights, k,
         for i in range(m):
             acc[touched[i]] = 0.0
             seen[touched[i]] = False
-    order = np.argsort(heap_t[:size], kind="mergesort")
-    order = order[np.argsort(-heap_s[:size][order], kind="mergesort")]  # score, then tie rank, as `_ranked`
-    return heap_r[:size][order], heap_s[:size][order]
+    rows, scores = heap_r[:size], heap_s[:size]
+    best = _ranked(rows, scores, ties, k)
+    return rows[best], scores[best]
 
 
 @_jit
