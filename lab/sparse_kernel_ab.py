@@ -8,8 +8,9 @@ production bundle's documents copied, Lucene BM25 over the texts, its term weigh
 impacts in memory), runs the 100 growth queries through `hybrid_fast` with every posting summed, and
 saves each sparse route's [docs, terms] weights and the calls it made (terms, weights, depth, scale),
 as pruning_at_scale.py records them. `time` replays those calls, batch 1, through
-`retrieval.postings` of the checkout it runs in: every posting summed and the cut lists of
-`retrieval.pruning`, three rounds, p50 and p95 per route, and appends them under `--label`. Run `time`
+`retrieval.postings` of the checkout it runs in: every posting summed, every posting read by
+MaxScore (lab/maxscore.py, E55) and the cut lists of `retrieval.pruning`, three rounds, p50 and p95 per route, and the
+share of calls each form ranks exactly as every posting summed does, and appends them under `--label`. Run `time`
 in two checkouts (e.g. a git worktree of the previous commit with its own venv) against one dump,
 one after the other on an idle machine, to compare their kernels on the same calls.
 """
@@ -85,6 +86,9 @@ def time_routes(args: argparse.Namespace) -> None:
     from uniret.config import load_params
     from uniret.retrieval.postings import Postings, pruned_postings
 
+    sys.path.insert(0, str(Path(__file__).parent))
+    from maxscore import MaxScorePostings
+
     pruning = load_params(None, "cpu").section("retrieval").pruning
     where = Path(args.dir)
     with open(where / "calls.pkl", "rb") as f:
@@ -95,10 +99,16 @@ def time_routes(args: argparse.Namespace) -> None:
     for name, file in ROUTES.items():
         weights = sp.load_npz(where / file).tocsr().astype(np.float32)
         n = weights.shape[0]
-        forms = {"every posting": Postings(weights),
+        full = Postings(weights)
+        forms = {"every posting": full, "every posting, MaxScore": MaxScorePostings(full),
                  "cut lists": pruned_postings(weights, pruning.posting_keep(n), pruning.candidates(n))}
         entry[name] = {"docs": n, **{form: _timed(lambda t, w, k, s, r, p=p: p.top_k(t, w, k, ties, s, r),
                                                   calls[name], args.rounds) for form, p in forms.items()}}
+        exact = [forms["every posting"].top_k(t, w, k, ties, s, r) for t, w, k, s, r in calls[name]]
+        for form, p in forms.items():  # the share of calls each form answers as every posting summed does
+            same = [np.array_equal(p.top_k(t, w, k, ties, s, r)[0], e[0])
+                    for (t, w, k, s, r), e in zip(calls[name], exact, strict=True)]
+            entry[name][form]["same_ranking"] = round(float(np.mean(same)), 4)
         print(name, entry[name], flush=True)
     out = Path(args.out)
     done = json.loads(out.read_text()) if out.exists() else {"method": " ".join(__doc__.split("\n\n")[1].split()),

@@ -1,5 +1,5 @@
-"""lab/sparse_kernel_ab.py's replay on a small dump: each route's recorded calls timed whole and cut,
-every run appended under its label."""
+"""lab/sparse_kernel_ab.py's replay on a small dump: each route's recorded calls timed whole, by
+MaxScore and cut, every run appended under its label."""
 
 from __future__ import annotations
 
@@ -38,5 +38,8 @@ def test_the_replay_times_both_routes_whole_and_cut_and_appends_each_run(lab_scr
     for run in runs:
         for name in script.ROUTES:
             assert run[name]["docs"] == 3000
-            for form in ("every posting", "cut lists"):
+            for form in ("every posting", "every posting, MaxScore", "cut lists"):
                 assert 0 < run[name][form]["p50_ms"] <= run[name][form]["p95_ms"]
+            assert run[name]["every posting"]["same_ranking"] == 1.0
+            assert run[name]["every posting, MaxScore"]["same_ranking"] == 1.0  # rank-safe
+            assert 0.0 <= run[name]["cut lists"]["same_ranking"] <= 1.0

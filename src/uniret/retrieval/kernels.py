@@ -22,6 +22,9 @@ except ImportError:  # pragma: no cover - numba is in requirements.txt; the nump
 
 AVAILABLE = numba is not None
 
+BLOCK = 65536  # docs whose sums postings_top_k holds at once: 512 KB, within a core's cache (E55)
+SPARSE_BLOCK = 8  # a block with under 1/SPARSE_BLOCK of its docs' postings visits them rather than scanning
+
 
 def _jit(func=None, **options):
     """Compiled without the GIL, cached on disk (numba's cache: next to this file, else the user's
@@ -72,51 +75,108 @@ def _sift_down(heap_s, heap_t, heap_r, i, size):  # pragma: no cover - compiled
 
 
 @_jit
-def postings_top_k(indptr, indices, data, acc, seen, touched, terms, weights, k, ties, scale, round32):  # pragma: no cover
+def _push(heap_s, heap_t, heap_r, size, k, s, tie, row):  # pragma: no cover - compiled
+    """Offer one hit to the heap of the k best (the worst on top); the heap's new size."""
+    if size < k:  # sift the new hit up from the bottom
+        j = size
+        size += 1
+        while j > 0 and _worse(s, tie, heap_s[(j - 1) // 2], heap_t[(j - 1) // 2]):
+            parent = (j - 1) // 2
+            heap_s[j], heap_t[j], heap_r[j] = heap_s[parent], heap_t[parent], heap_r[parent]
+            j = parent
+        heap_s[j], heap_t[j], heap_r[j] = s, tie, row
+    elif _worse(heap_s[0], heap_t[0], s, tie):  # better than the worst kept: it takes its place
+        heap_s[0], heap_t[0], heap_r[0] = s, tie, row
+        _sift_down(heap_s, heap_t, heap_r, 0, size)
+    return size
+
+
+@_jit
+def _seek(indices, p, end, d):  # pragma: no cover - compiled
+    """The first position in [p, end) of an ascending list whose document is >= d: galloping, then bisection."""
+    if p >= end or indices[p] >= d:
+        return p
+    lo, step = p, 1  # indices[lo] < d
+    hi = lo + step
+    while hi < end and indices[hi] < d:
+        lo = hi
+        step *= 2
+        hi = lo + step
+    hi = min(hi, end)
+    lo += 1
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if indices[mid] < d:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@_jit
+def _final(raw, scale, round32):  # pragma: no cover - compiled
+    """A doc's sum as its route scores it: rounded to float32 (`round32`, as Lucene keeps a BM25 score) or times `scale`."""
+    return np.float64(np.float32(raw)) if round32 else raw * scale
+
+
+@_jit
+def _raw_bar(bar, scale, round32):  # pragma: no cover - compiled
+    """A raw sum below which no doc can score `bar` or more (a little under it: float32 rounding, scale's)."""
+    if round32:
+        return bar * (1.0 - 1e-6)
+    return bar * (1.0 - 1e-6) / scale if scale > 0 else -np.inf
+
+
+@_jit
+def postings_top_k(indptr, indices, data, acc, terms, weights, k, ties, scale, round32):  # pragma: no cover
     """(rows, scores) of the k best docs with a positive score for one query: each doc's sum over
     `terms` (in the given order, as the numpy path adds them) of weight x posting, times `scale`, or
-    rounded to float32 (`round32`, as Lucene keeps a BM25 score); best first, ties by `ties`.
-    `acc` (float64), `seen` (bool) and `touched` (int32), one entry a doc, are the caller's scratch:
-    `acc` and `seen` all zero, and left zero again. The k best are kept in a heap of k entries while
-    the touched docs are read, so no array the size of the corpus is made per query (E54)."""
+    rounded to float32 (`round32`); best first, ties by `ties` (one rank a doc).
+
+    The corpus is read in blocks of len(`acc`) docs (the caller's float64 scratch, all zero, left
+    zero): every term's postings in the block are added into `acc` with no test per posting, then
+    the block's sums are offered to a heap of the k best, a scan whose test almost never passes once
+    k are held. Both loops run without the unpredictable branches of a seen-flag per posting, and a
+    block's sums stay in the core's cache (E55). A block with few postings visits them instead."""
     k = max(k, 0)
-    m = 0
-    for t in range(len(terms)):
-        w = weights[t]
-        for p in range(indptr[terms[t]], indptr[terms[t] + 1]):
-            d = indices[p]
-            if not seen[d]:
-                seen[d] = True
-                touched[m] = d
-                m += 1
-            acc[d] += np.float64(data[p]) * w
-    heap_s = np.empty(k, dtype=np.float64)
-    heap_t = np.empty(k, dtype=np.int64)
-    heap_r = np.empty(k, dtype=np.int64)
+    n_docs, block, n_terms = len(ties), len(acc), len(terms)
+    cur, end, first = np.empty(n_terms, np.int64), np.empty(n_terms, np.int64), np.empty(n_terms, np.int64)
+    for t in range(n_terms):
+        cur[t], end[t] = indptr[terms[t]], indptr[terms[t] + 1]
+    heap_s, heap_t, heap_r = np.empty(k, np.float64), np.empty(k, np.int64), np.empty(k, np.int64)
     size = 0
-    for i in range(m):
-        d = touched[i]
-        s = np.float64(np.float32(acc[d])) if round32 else acc[d] * scale
-        if s <= 0 or k == 0:
+    for lo in range(0, n_docs, block):
+        hi = min(lo + block, n_docs)
+        m = 0
+        for t in range(n_terms):
+            w, first[t] = weights[t], cur[t]
+            stop = _seek(indices, cur[t], end[t], hi)
+            for p in range(cur[t], stop):
+                acc[indices[p] - lo] += np.float64(data[p]) * w
+            m += stop - cur[t]
+            cur[t] = stop
+        if m == 0:
             continue
-        if size < k:  # sift the new hit up from the bottom
-            j = size
-            size += 1
-            while j > 0 and _worse(s, ties[d], heap_s[(j - 1) // 2], heap_t[(j - 1) // 2]):
-                parent = (j - 1) // 2
-                heap_s[j], heap_t[j], heap_r[j] = heap_s[parent], heap_t[parent], heap_r[parent]
-                j = parent
-            heap_s[j], heap_t[j], heap_r[j] = s, ties[d], d
-        elif _worse(heap_s[0], heap_t[0], s, ties[d]):  # better than the worst kept: it takes its place
-            heap_s[0], heap_t[0], heap_r[0] = s, ties[d], d
-            _sift_down(heap_s, heap_t, heap_r, 0, size)
-    if m * 8 > len(acc):  # most of the corpus touched: one sequential pass clears faster than m scattered ones
-        acc[:] = 0.0
-        seen[:] = False
-    else:
-        for i in range(m):
-            acc[touched[i]] = 0.0
-            seen[touched[i]] = False
+        if m * SPARSE_BLOCK < hi - lo:  # few postings: visit them, each doc once (its sum cleared when read)
+            for t in range(n_terms):
+                for p in range(first[t], cur[t]):
+                    i = indices[p] - lo
+                    if acc[i] != 0.0:
+                        s = _final(acc[i], scale, round32)
+                        acc[i] = 0.0
+                        if s > 0 and k > 0:
+                            size = _push(heap_s, heap_t, heap_r, size, k, s, ties[lo + i], lo + i)
+            continue
+        bar = heap_s[0] if size == k else 0.0
+        raw = _raw_bar(bar, scale, round32)
+        for i in range(hi - lo):
+            if acc[i] >= raw and acc[i] != 0.0 and k > 0:
+                s = _final(acc[i], scale, round32)
+                if s >= bar and s > 0:
+                    size = _push(heap_s, heap_t, heap_r, size, k, s, ties[lo + i], lo + i)
+                    bar = heap_s[0] if size == k else 0.0
+                    raw = _raw_bar(bar, scale, round32)
+        acc[: hi - lo] = 0.0
     rows, scores = heap_r[:size], heap_s[:size]
     best = _ranked(rows, scores, ties, k)
     return rows[best], scores[best]
@@ -158,16 +218,29 @@ def rescore_rows_top_k(indptr, indices, data, rows, terms, weights, k, ties, sca
 def rescore_top_k(vectors, query, candidates, k):  # pragma: no cover - compiled
     """(scores, rows) of the k best `candidates` (rows of `vectors`; -1: none) by exact inner product
     with `query`, best first, ties by the lower row. The products are summed in float64 and kept
-    as float32, so they equal numpy's float32 product to its rounding (about 1e-7 relative)."""
+    as float32, so they equal numpy's float32 product to its rounding (about 1e-7 relative).
+    Four rows are summed side by side, so their reads from memory overlap (random rows of a large
+    corpus wait on memory, not on arithmetic: 0.63 -> 0.37 ms for 1,200 of 1M rows, E55)."""
     found = np.sort(candidates[candidates >= 0])
-    exact = np.empty(len(found), dtype=np.float32)
-    dim = vectors.shape[1]
-    for i in range(len(found)):
-        row = vectors[found[i]]
-        s = 0.0
+    n, dim = len(found), vectors.shape[1]
+    exact = np.empty(n, dtype=np.float32)
+    q = query.astype(np.float64)
+    i = 0
+    while i + 4 <= n:
+        r0, r1, r2, r3 = vectors[found[i]], vectors[found[i + 1]], vectors[found[i + 2]], vectors[found[i + 3]]
+        s0 = s1 = s2 = s3 = 0.0
         for j in range(dim):
-            s += np.float64(row[j]) * np.float64(query[j])
-        exact[i] = np.float32(s)
+            s0 += r0[j] * q[j]
+            s1 += r1[j] * q[j]
+            s2 += r2[j] * q[j]
+            s3 += r3[j] * q[j]
+        exact[i], exact[i + 1], exact[i + 2], exact[i + 3] = s0, s1, s2, s3
+        i += 4
+    for r in range(i, n):
+        row, s = vectors[found[r]], 0.0
+        for j in range(dim):
+            s += row[j] * q[j]
+        exact[r] = s
     order = np.argsort(-exact, kind="mergesort")[:k]  # rows ascending: ties by the lower row
     return exact[order], found[order]
 
@@ -272,10 +345,9 @@ def warm() -> float:
     rows, ties = np.arange(3, dtype=np.int64), np.arange(3, dtype=np.int64)
     indptr, indices = np.array([0, 2, 3], dtype=np.int64), np.array([0, 2, 1], dtype=np.int32)
     data, weights = np.ones(3, dtype=np.float32), np.ones(1, dtype=np.float64)
-    acc, seen, touched = np.zeros(3, dtype=np.float64), np.zeros(3, dtype=np.bool_), np.zeros(3, dtype=np.int32)
+    acc = np.zeros(3, dtype=np.float64)
     for round32 in (False, True):
-        postings_top_k(indptr, indices, data, acc, seen, touched, np.array([0], dtype=np.int64), weights, 2, ties, 1.0,
-                       round32)
+        postings_top_k(indptr, indices, data, acc, np.array([0], dtype=np.int64), weights, 2, ties, 1.0, round32)
         rescore_rows_top_k(indptr, indices, data, rows[:2], np.array([0], dtype=np.int64), weights, 2, ties, 1.0,
                            round32)
     vectors = np.eye(3, dtype=np.float32)

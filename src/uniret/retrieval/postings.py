@@ -73,7 +73,7 @@ class Postings:
         must be distinct. One numba call (retrieval/kernels.py) where numba is installed, else ~15 numpy
         calls."""
         if kernels.AVAILABLE:
-            return kernels.postings_top_k(self.indptr, self.indices, self.data, *self._accumulators(),
+            return kernels.postings_top_k(self.indptr, self.indices, self.data, self._accumulator(),
                                           np.asarray(terms, dtype=np.int64), np.asarray(weights, dtype=np.float64),
                                           k, ties, scale, round32)
         rows, sums = self.accumulate(terms, weights)
@@ -83,14 +83,13 @@ class Postings:
         best = top_k_ranked(scores, k, ties[rows])
         return rows[best], scores[best]
 
-    def _accumulators(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """This thread's (scores, seen, touched) scratch for kernels.postings_top_k, 13 bytes a doc: made
-        once a thread, not once a query, whose fresh pages cost more than its sums at 1M docs (E54)."""
+    def _accumulator(self) -> np.ndarray:
+        """This thread's float64 sums of one block of docs (kernels.BLOCK, 512 KB) for kernels.postings_top_k:
+        made once a thread, not once a query (E54), and no larger than one block however large the corpus (E55)."""
         scratch = self._scratch
         if getattr(scratch, "acc", None) is None:
-            scratch.acc, scratch.seen = np.zeros(self.n_docs, dtype=np.float64), np.zeros(self.n_docs, dtype=np.bool_)
-            scratch.touched = np.zeros(self.n_docs, dtype=np.int32)
-        return scratch.acc, scratch.seen, scratch.touched
+            scratch.acc = np.zeros(max(1, min(self.n_docs, kernels.BLOCK)), dtype=np.float64)
+        return scratch.acc
 
 
 class PrunedPostings:
