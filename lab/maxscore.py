@@ -104,7 +104,7 @@ def maxscore_top_k(indptr, indices, data, maxima, terms, weights, k, ties, scale
 
 
 class MaxScorePostings:
-    """`Postings.top_k`'s contract over the same lists, read by MaxScore (every query weight must be >= 0)."""
+    """`Postings.top_k`'s contract over the same lists, read by MaxScore (query weights >= 0, scale > 0)."""
 
     def __init__(self, postings: Postings):
         if len(postings.data) and float(postings.data.min()) < 0:
@@ -113,6 +113,8 @@ class MaxScorePostings:
 
     def top_k(self, terms, weights, k, ties, scale=1.0, round32=False):
         """(rows, scores) as `Postings.top_k` returns them."""
+        if (len(weights) and np.min(weights) < 0) or (not round32 and scale <= 0):
+            raise ValueError("MaxScore needs query weights >= 0 and a positive scale: its bounds assume both")
         p = self.postings
         return maxscore_top_k(p.indptr, p.indices, p.data, self.maxima, np.asarray(terms, dtype=np.int64),
                               np.asarray(weights, dtype=np.float64), k, ties, scale, round32)

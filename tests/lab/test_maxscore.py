@@ -45,8 +45,12 @@ def test_maxscore_returns_what_summing_every_posting_returns(lab_script, seed):
     assert compared > 30 * 1000
 
 
-def test_maxscore_refuses_negative_postings(lab_script):
-    weights, _ = _corpus(0)
+def test_maxscore_refuses_what_its_bounds_cannot_hold(lab_script):
+    maxscore = lab_script("maxscore")
+    weights, docids = _corpus(0)
+    bounded = maxscore.MaxScorePostings(Postings(weights))
+    with pytest.raises(ValueError, match="query weights >= 0"):
+        bounded.top_k(np.array([1, 2]), np.array([1.0, -1.0]), 10, tie_ranks(docids))
     weights.data[::7] *= -1
     with pytest.raises(ValueError, match="non-negative"):
-        lab_script("maxscore").MaxScorePostings(Postings(weights))
+        maxscore.MaxScorePostings(Postings(weights))

@@ -117,8 +117,9 @@ class FusionConfig:
 class PruningConfig:
     """Large corpora: routes that read part of their postings and vectors instead of all (why: E52).
 
-    Sparse: every posting list cut to its largest `posting_share` x docs weights, the cut lists summed
-    for `candidates(docs)` documents, those scored exactly from the documents' rows (retrieval/postings.py,
+    Sparse (off in params since E55: summing every posting is exact and faster; it saves memory): every
+    posting list cut to its largest `posting_share` x docs weights, the cut lists summed for
+    `candidates(docs)` documents, those scored exactly from the documents' rows (retrieval/postings.py,
     PrunedPostings). Dense: an IVF index of 4-bit PQ codes names `ivf_candidates` x k documents, scored
     exactly from the flat vectors (retrieval/dense.py, build_ivf_shortlist). Both approximate:
     the bench measures their top-10 agreement with the exhaustive routes (uniret.bench.growth)."""

@@ -60,7 +60,8 @@ class Searcher(ABC):
 
     def prepare(self, batch: QueryBatch) -> None:
         """Compute what this searcher's routes share into `batch` (e.g. a static query encoding),
-        on the caller's thread, before a fusion hands routes to worker threads. Nothing by default."""
+        once per batch, before the route that needs it runs (a fusion calls it for each route on the
+        thread that runs it). Nothing by default."""
         return None
 
     def search(self, queries: dict[str, str], k: int) -> Run:

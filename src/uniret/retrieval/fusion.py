@@ -64,6 +64,12 @@ def reciprocal_rank(runs: Sequence[Run], rrf_k: int, k: int | None = None) -> Ru
 _ROUTES = ThreadPoolExecutor(max_workers=2, thread_name_prefix="uniret-route")
 
 
+def _prepared_search(searcher: Searcher, depth: int, batch: QueryBatch) -> list[tuple[np.ndarray, np.ndarray]]:
+    """One route's hits as arrays, its shared encodings computed into `batch` first when missing."""
+    searcher.prepare(batch)
+    return searcher.search_arrays(batch, depth)
+
+
 def fusion_weights(n_runs: int, alpha: float) -> list[float]:
     """(alpha, 1 - alpha) for two runs, equal weights otherwise."""
     return [alpha, 1.0 - alpha] if n_runs == 2 else [1.0 / n_runs] * n_runs
@@ -130,15 +136,16 @@ class FusionSearcher(Searcher):
         return interpolate(runs, self.weights, k)
 
     def _route_arrays(self, batch: QueryBatch, depths: list[int]) -> list[list[tuple[np.ndarray, np.ndarray]]]:
-        """Every route's hits as arrays: the shared query encodings first, then the Lucene routes (with
-        `parallel`, every route no other reads) on worker threads while the caller runs the others (the
+        """Every route's hits as arrays: the Lucene routes (with `parallel`, every route no other reads)
+        on worker threads while the caller runs the others, each route with its encodings (the
         last route stays with the caller when all would go). Same results, in the same order, as running
         them one after the other. A route that reads another's hits (`dense_feedback` reads BM25's)
         finds them in the batch."""
         pairs = list(zip(self.searchers, depths, strict=True))
-        for searcher in self.searchers:
-            searcher.prepare(batch)
-        pending = {i: _ROUTES.submit(pairs[i][0].search_arrays, batch, pairs[i][1]) for i in self.away}
+        # a worker's route prepares its own encodings, and the caller's each just before it runs: the
+        # caller's first route (BM25) needs none, so the shared static encoding is made on the worker
+        # meanwhile (or twice at worst: the same values) instead of ahead of every route (E55)
+        pending = {i: _ROUTES.submit(_prepared_search, *pairs[i], batch) for i in self.away}
         hits: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
         for i, (searcher, depth) in enumerate(pairs):
             source = self._reads_route(searcher)
@@ -146,7 +153,7 @@ class FusionSearcher(Searcher):
                 j = self.searchers.index(source)
                 batch.extra[feedback_key(source)] = hits[j] if j in hits else pending[j].result()
             if i not in pending:
-                hits[i] = searcher.search_arrays(batch, depth)
+                hits[i] = _prepared_search(searcher, depth, batch)
         return [pending[i].result() if i in pending else hits[i] for i in range(len(pairs))]
 
     def _reads_route(self, searcher: Searcher) -> Searcher | None:
