@@ -139,10 +139,13 @@ def postings_top_k(indptr, indices, data, acc, terms, weights, k, ties, scale, r
     k are held. Both loops run without the unpredictable branches of a seen-flag per posting, and a
     block's sums stay in the core's cache (E55). A block with few postings visits them instead."""
     k = max(k, 0)
-    n_docs, block, n_terms = len(ties), len(acc), len(terms)
+    block, n_terms = len(acc), len(terms)
     cur, end, first = np.empty(n_terms, np.int64), np.empty(n_terms, np.int64), np.empty(n_terms, np.int64)
+    n_docs = 0  # one past the last doc any of the lists holds: the blocks beyond hold nothing
     for t in range(n_terms):
         cur[t], end[t] = indptr[terms[t]], indptr[terms[t] + 1]
+        if end[t] > cur[t]:
+            n_docs = max(n_docs, indices[end[t] - 1] + 1)
     heap_s, heap_t, heap_r = np.empty(k, np.float64), np.empty(k, np.int64), np.empty(k, np.int64)
     size = 0
     for lo in range(0, n_docs, block):
