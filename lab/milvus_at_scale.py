@@ -92,7 +92,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("bundle", help="a bundle folder (serve_at_scale.py build writes a synthetic one)")
     parser.add_argument("--queries", type=int, default=100)
-    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=100, help="untimed queries per mode (Lucene JIT: E38)")
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--data", default="../shared/data")
     parser.add_argument("--work", default=None, help="folder for the Milvus Lite file (default: the system's temp)")
