@@ -68,16 +68,19 @@ def dump(args: argparse.Namespace) -> None:
     print(f"written {out}")
 
 
-def _timed(search, calls, rounds: int) -> dict:
+def _timed(search, calls, rounds: int) -> tuple[dict, list]:
+    """(p50/p95 ms over `rounds` passes of `calls`, the rows each call returned in the last pass)."""
     for call in calls[:5]:  # warm: the kernels compiled or loaded, the pages touched
         search(*call)
-    seconds = []
+    seconds, rows = [], []
     for _ in range(rounds):
+        rows = []
         for call in calls:
             start = time.perf_counter()
-            search(*call)
+            rows.append(search(*call)[0])
             seconds.append(time.perf_counter() - start)
-    return {"p50_ms": round(float(np.median(seconds)) * 1e3, 3), "p95_ms": round(float(np.percentile(seconds, 95)) * 1e3, 3)}
+    return ({"p50_ms": round(float(np.median(seconds)) * 1e3, 3),
+             "p95_ms": round(float(np.percentile(seconds, 95)) * 1e3, 3)}, rows)
 
 
 def time_routes(args: argparse.Namespace) -> None:
@@ -102,12 +105,13 @@ def time_routes(args: argparse.Namespace) -> None:
         full = Postings(weights)
         forms = {"every posting": full, "every posting, MaxScore": MaxScorePostings(full),
                  "cut lists": pruned_postings(weights, pruning.posting_keep(n), pruning.candidates(n))}
-        entry[name] = {"docs": n, **{form: _timed(lambda t, w, k, s, r, p=p: p.top_k(t, w, k, ties, s, r),
-                                                  calls[name], args.rounds) for form, p in forms.items()}}
-        exact = [forms["every posting"].top_k(t, w, k, ties, s, r) for t, w, k, s, r in calls[name]]
-        for form, p in forms.items():  # the share of calls each form answers as every posting summed does
-            same = [np.array_equal(p.top_k(t, w, k, ties, s, r)[0], e[0])
-                    for (t, w, k, s, r), e in zip(calls[name], exact, strict=True)]
+        entry[name] = {"docs": n}
+        found = {}
+        for form, p in forms.items():
+            entry[name][form], found[form] = _timed(lambda t, w, k, s, r, p=p: p.top_k(t, w, k, ties, s, r),
+                                                    calls[name], args.rounds)
+        for form, rows in found.items():  # the share of calls each form ranks as every posting summed does
+            same = [np.array_equal(a, b) for a, b in zip(rows, found["every posting"], strict=True)]
             entry[name][form]["same_ranking"] = round(float(np.mean(same)), 4)
         print(name, entry[name], flush=True)
     out = Path(args.out)

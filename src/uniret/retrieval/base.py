@@ -58,12 +58,6 @@ class Searcher(ABC):
     #: search, no remote engine): serving runs few of them at once, as more only queue for the GIL
     gil_bound: bool = False
 
-    def prepare(self, batch: QueryBatch) -> None:
-        """Compute what this searcher's routes share into `batch` (e.g. a static query encoding),
-        once per batch, before the route that needs it runs (a fusion calls it for each route on the
-        thread that runs it). Nothing by default."""
-        return None
-
     def search(self, queries: dict[str, str], k: int) -> Run:
         """Search raw-text queries (encoding them first when this mode needs it)."""
         batch = QueryBatch.from_dict(queries)

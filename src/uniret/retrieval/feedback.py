@@ -73,9 +73,6 @@ class FeedbackDenseSearcher(Searcher):
         self.gil_bound = route.gil_bound and (source is None or source.gil_bound)
         self._rows: dict[str, int] | None = None
 
-    def prepare(self, batch: QueryBatch) -> None:
-        self.route.prepare(batch)
-
     def _source_hits(self, batch: QueryBatch) -> Hits:
         """Each query's (rows, scores) of the source: handed over in `batch` (arrays, or a Run read
         from a file), else searched here."""

@@ -64,12 +64,6 @@ def reciprocal_rank(runs: Sequence[Run], rrf_k: int, k: int | None = None) -> Ru
 _ROUTES = ThreadPoolExecutor(max_workers=2, thread_name_prefix="uniret-route")
 
 
-def _prepared_search(searcher: Searcher, depth: int, batch: QueryBatch) -> list[tuple[np.ndarray, np.ndarray]]:
-    """One route's hits as arrays, its shared encodings computed into `batch` first when missing."""
-    searcher.prepare(batch)
-    return searcher.search_arrays(batch, depth)
-
-
 def fusion_weights(n_runs: int, alpha: float) -> list[float]:
     """(alpha, 1 - alpha) for two runs, equal weights otherwise."""
     return [alpha, 1.0 - alpha] if n_runs == 2 else [1.0 / n_runs] * n_runs
@@ -142,10 +136,9 @@ class FusionSearcher(Searcher):
         them one after the other. A route that reads another's hits (`dense_feedback` reads BM25's)
         finds them in the batch."""
         pairs = list(zip(self.searchers, depths, strict=True))
-        # a worker's route prepares its own encodings, and the caller's each just before it runs: the
-        # caller's first route (BM25) needs none, so the shared static encoding is made on the worker
-        # meanwhile (or twice at worst: the same values) instead of ahead of every route (E55)
-        pending = {i: _ROUTES.submit(_prepared_search, *pairs[i], batch) for i in self.away}
+        # no encoding ahead of the routes: each encodes when it first needs to, so the static encoding
+        # is made on the worker while the caller's BM25 route, which needs none, runs (E55)
+        pending = {i: _ROUTES.submit(pairs[i][0].search_arrays, batch, pairs[i][1]) for i in self.away}
         hits: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
         for i, (searcher, depth) in enumerate(pairs):
             source = self._reads_route(searcher)
@@ -153,7 +146,7 @@ class FusionSearcher(Searcher):
                 j = self.searchers.index(source)
                 batch.extra[feedback_key(source)] = hits[j] if j in hits else pending[j].result()
             if i not in pending:
-                hits[i] = _prepared_search(searcher, depth, batch)
+                hits[i] = searcher.search_arrays(batch, depth)
         return [pending[i].result() if i in pending else hits[i] for i in range(len(pairs))]
 
     def _reads_route(self, searcher: Searcher) -> Searcher | None:

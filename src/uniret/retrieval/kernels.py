@@ -197,19 +197,12 @@ def rescore_rows_top_k(indptr, indices, data, rows, terms, weights, k, ties, sca
         d = rows[i]
         p, end = indptr[d], indptr[d + 1]
         s = 0.0
-        for t in range(len(terms)):  # each query term found by bisection in the rest of the row
-            lo, hi = p, end
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if indices[mid] < terms[t]:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            if lo < end and indices[lo] == terms[t]:
-                s += np.float64(data[lo]) * weights[t]
-                lo += 1
-            p = lo
-        scores[i] = np.float64(np.float32(s)) if round32 else s * scale
+        for t in range(len(terms)):  # each query term found in the rest of the row (terms ascend)
+            p = _seek(indices, p, end, terms[t])
+            if p < end and indices[p] == terms[t]:
+                s += np.float64(data[p]) * weights[t]
+                p += 1
+        scores[i] = _final(s, scale, round32)
         keep[i] = scores[i] > 0
     found, values = rows[keep], scores[keep]
     best = _ranked(found, values, ties, k)

@@ -167,14 +167,14 @@ class StaticRouteSearcher(Searcher):
         self.has_arrays = inner.has_arrays
         self.docids = getattr(inner, "docids", None)
 
-    def prepare(self, batch: QueryBatch) -> None:
+    def _static_batch(self, batch: QueryBatch) -> QueryBatch:
+        """`batch` with its static encoding, made once per batch by the first route that needs it and
+        shared through `batch.extra` (on a fusion's worker thread while the caller runs BM25, E55; two
+        threads that race make the same values)."""
         key = ("static", id(self.static))
         if key not in batch.extra:
             batch.extra[key] = self.static.encode(batch.texts, is_query=True)
-
-    def _static_batch(self, batch: QueryBatch) -> QueryBatch:
-        self.prepare(batch)
-        return QueryBatch(ids=batch.ids, texts=batch.texts, encoded=batch.extra[("static", id(self.static))])
+        return QueryBatch(ids=batch.ids, texts=batch.texts, encoded=batch.extra[key])
 
     def search_batch(self, batch: QueryBatch, k: int) -> Run:
         return self.inner.search_batch(self._static_batch(batch), k)
