@@ -27,14 +27,6 @@ import psutil
 MODES = ("hybrid_fast", "lexical_static", "dense_feedback")
 
 
-def _timed(searcher, queries: dict[str, str], warmup: int) -> tuple[dict, dict]:
-    from uniret.bench.modes import time_queries
-    from uniret.bench.stats import latency_summary
-
-    seconds, run = time_queries(lambda q: searcher.search(q, 10), queries, warmup, "milvus-at-scale")
-    return latency_summary(seconds), run
-
-
 def _children_rss_mb() -> float:
     """The resident memory of this process's children (the Milvus Lite server a .db URI starts)."""
     return round(sum(p.memory_info().rss for p in psutil.Process().children(recursive=True)) / 2**20, 1)
@@ -42,7 +34,7 @@ def _children_rss_mb() -> float:
 
 def measure(args: argparse.Namespace) -> dict:
     """Export, search through Milvus, then in process (see the module doc); the figures of one size."""
-    from uniret.bench.growth import top10_agreement
+    from uniret.bench.growth import time_search, top10_agreement
     from uniret.bench.machine import machine_info
     from uniret.bench.runner import bench_queries
     from uniret.config import load_params
@@ -69,16 +61,17 @@ def measure(args: argparse.Namespace) -> dict:
         remote = milvus_searchers(client, cfg, bundle_dir, retrieval, modes=list(MODES))
         runs = {}
         for mode in MODES:
-            out["milvus"][mode], runs[mode] = _timed(remote[mode], queries, args.warmup)
+            out["milvus"][mode], runs[mode] = time_search(lambda q, s=remote[mode]: s.search(q, 10), queries,
+                                                          args.warmup)
         out["milvus_lite_rss_mb_after_search"] = _children_rss_mb()
         client.close()  # the Lite server stops with its last client: one engine in memory at a time
         del remote
         bundle = open_bundle(bundle_dir, retrieval)
         local = build_searchers(bundle.index, bundle.retrieval, bundle.encoder, bundle.bm25, bundle.has_gate,
                                 [*MODES, "bm25"])
-        out["in_process"]["bm25"], _ = _timed(local["bm25"], queries, args.warmup)
+        out["in_process"]["bm25"], _ = time_search(lambda q: local["bm25"].search(q, 10), queries, args.warmup)
         for mode in MODES:
-            out["in_process"][mode], run = _timed(local[mode], queries, args.warmup)
+            out["in_process"][mode], run = time_search(lambda q, s=local[mode]: s.search(q, 10), queries, args.warmup)
             out["milvus"][mode]["top10_agreement_with_in_process"] = top10_agreement(runs[mode], run)
     finally:
         shutil.rmtree(work, ignore_errors=True)

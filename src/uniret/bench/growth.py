@@ -75,7 +75,7 @@ def real_corpus(bundle, data_root: Path) -> RealCorpus:
                                  [texts[d] for d in bundle.index.docids])
 
 
-def _timed(search, queries: dict[str, str], warmup: int) -> tuple[dict, dict]:
+def time_search(search, queries: dict[str, str], warmup: int) -> tuple[dict, dict]:
     """Latency summary and run of `search({qid: text})`, batch 1 (uniret.bench.modes.time_queries)."""
     seconds, run = time_queries(search, queries, warmup, "growth")
     return latency_summary(seconds), run
@@ -174,7 +174,8 @@ def measure_size(real: RealCorpus, bundle, pruning: PruningConfig, n: int, queri
     row["peak_rss_mb"] = _mb(_peak_rss())
     depth = retrieval.fusion.fast_depth
     timed = {"hybrid_fast": (forms.fast, TOP), **{r: (s, depth) for r, s in forms.routes.items()}}
-    row["modes"]["lucene_bm25"], lucene = _timed(lambda q: forms.searchers["bm25"].search(q, TOP), queries, cfg.warmup)
+    row["modes"]["lucene_bm25"], lucene = time_search(lambda q: forms.searchers["bm25"].search(q, TOP), queries,
+                                                      cfg.warmup)
     runs: dict[str, dict] = {}
     base = row["modes"]["lucene_bm25"]["p50_ms"]
     # exhaustive, everything pruned, and what params serve at this size (either, or the IVF alone)
@@ -182,7 +183,8 @@ def measure_size(real: RealCorpus, bundle, pruning: PruningConfig, n: int, queri
     for form, switches in (("exhaustive", (False, False)), ("pruned", (True, True)), ("served", served_switches)):
         forms.use(*switches)
         for name, (searcher, k) in timed.items():
-            summary, runs[f"{name}/{form}"] = _timed(lambda q, s=searcher, k=k: s.search(q, k), queries, cfg.warmup)
+            summary, runs[f"{name}/{form}"] = time_search(lambda q, s=searcher, k=k: s.search(q, k), queries,
+                                                          cfg.warmup)
             row["modes"].setdefault(name, {})[form] = summary
     row["served_switches"] = {"sparse": served_switches[0], "dense": served_switches[1]}
     for name, figures in row["modes"].items():
@@ -227,7 +229,7 @@ def _nprobe_sweep(forms: _Forms, queries: dict[str, str], exact: dict, cfg: Grow
     kept, out = ivf.nprobe, []
     for nprobe in cfg.nprobe_sweep:
         ivf.nprobe = min(nprobe, ivf.nlist)
-        summary, run = _timed(lambda q: forms.routes["dense_feedback"].search(q, depth), queries, cfg.warmup)
+        summary, run = time_search(lambda q: forms.routes["dense_feedback"].search(q, depth), queries, cfg.warmup)
         out.append({"nprobe": ivf.nprobe, "nlist": ivf.nlist, "p50_ms": summary["p50_ms"],
                     "top10_agreement": top10_agreement(run, exact)})
     ivf.nprobe = kept
@@ -247,7 +249,7 @@ def _share_sweep(forms: _Forms, queries: dict[str, str], runs: dict, cfg: Growth
         for name, searcher, k in (("bm25_memory", forms.routes["bm25_memory"], depth),
                                   ("lexical_static", forms.routes["lexical_static"], depth),
                                   ("hybrid_fast", forms.fast, TOP)):
-            summary, run = _timed(lambda q, s=searcher, k=k: s.search(q, k), queries, cfg.warmup)
+            summary, run = time_search(lambda q, s=searcher, k=k: s.search(q, k), queries, cfg.warmup)
             entry[name] = {"p50_ms": summary["p50_ms"], "top10_agreement": top10_agreement(run, runs[f"{name}/exhaustive"])}
         out.append(entry)
     return out
