@@ -133,7 +133,7 @@ class PruningConfig:
     dense_min_docs: int | None = 100_000  # hybrid_fast's dense route shortlisted by an IVF index at and above; None: never
     ivf_points_per_list: int = 256  # IVF lists: corpus size / this
     ivf_nprobe: int = 64  # lists scanned per query (E53)
-    ivf_candidates: int = 8  # documents the codes name per query, scored exactly: this many times k (E53)
+    ivf_candidates: int = 4  # documents the codes name per query, scored exactly: this many times k (E56)
     ivf_train_points: int = 64  # k-means trains on this many sampled vectors per list (faiss asks >= 39)
     # hybrid_fast's routes that read no other route's hits run on a worker thread beside the caller's at
     # and above (their kernels hold no GIL); below, the handoff costs more than it overlaps (E54); None: never

@@ -1,0 +1,106 @@
+"""hybrid_fast at 1M documents with each count of dense shortlist candidates, side by side (E56).
+
+The growth bench's synthetic corpus of `--docs` documents is indexed and searched as `uniret bench
+--only growth` serves it (`retrieval.pruning` at that size: every posting summed, the dense route
+through the IVF shortlist, lexical_static on the worker). Each query of the growth set is searched
+by Lucene BM25 (top 10) and by `hybrid_fast` with the dense route's candidates at each
+`--candidates` x the route depth, one after the other, query by query, for `--rounds` rounds, so
+the machine's drift falls on every arm alike. Writes p50/p95 per arm, its ratio to Lucene's p50
+overall and per round, and the paired per-query differences, to lab/results/fast_candidates_ab.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs", type=int, default=1_000_000)
+    parser.add_argument("--candidates", type=int, nargs="+", default=[8, 4], help="candidates per k, one arm each")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--registry", default="registry")
+    parser.add_argument("--out", default="lab/results/fast_candidates_ab.json")
+    args = parser.parse_args()
+
+    from uniret.bench import growth
+    from uniret.bench.machine import machine_info
+    from uniret.bench.runner import bench_queries
+    from uniret.bench.synthetic import SyntheticCorpus
+    from uniret.config import load_params
+    from uniret.data.roots import resolve_data_root
+    from uniret.retrieval.bundle import open_bundle
+    from uniret.retrieval.faiss_loader import set_search_threads
+    from uniret.serving.source import BundleSource
+    from uniret.utils.files import make_temp_dir
+
+    set_search_threads(1)  # as serving searches
+    params = load_params(None, "cpu")
+    cfg, pruning = params.section("bench"), params.section("retrieval").pruning
+    bundle = open_bundle(BundleSource(registry_root=Path(args.registry)).production()[0].resolve())
+    data_root = resolve_data_root(None, params.section("data").root)
+    queries = list(bench_queries(data_root, cfg)[0].items())[: cfg.growth.queries]
+    corpus = SyntheticCorpus(growth.real_corpus(bundle, data_root), args.docs, cfg.growth.noise,
+                             cfg.growth.swap_terms, cfg.growth.seed)
+    work = make_temp_dir(".cache", "fast-candidates-")
+    try:
+        index = growth.index_corpus(corpus, bundle, work, {"build_seconds_per_doc": {}})
+        retrieval = bundle.retrieval
+        build = dataclasses.replace(retrieval, memory_max_docs=max(args.docs, retrieval.memory_max_docs),
+                                    pruning=dataclasses.replace(pruning, sparse_min_docs=None, dense_min_docs=0))
+        forms = growth._Forms(index, bundle, build, pruning)
+        forms.use(False, pruning.dense(args.docs))
+        fast, dense = forms.fast, forms.ivf_dense
+        lucene = forms.searchers["bm25"]
+
+        def arm(per_k: int):
+            def search(batch):
+                dense.shortlist = per_k
+                return fast.search(batch, growth.TOP)
+            return search
+
+        arms = {"lucene_bm25": lambda batch: lucene.search(batch, growth.TOP),
+                **{f"hybrid_fast, {c} x k candidates": arm(c) for c in args.candidates}}
+        for qid, text in queries[: cfg.growth.warmup]:
+            for search in arms.values():
+                search({qid: text})
+        seconds: dict[str, list[float]] = {name: [] for name in arms}
+        for _ in range(args.rounds):
+            for qid, text in queries:
+                for name, search in arms.items():
+                    start = time.perf_counter()
+                    search({qid: text})
+                    seconds[name].append(time.perf_counter() - start)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    report = {"method": __doc__.split("\n\n", 1)[1].strip(), "machine": machine_info(),
+              "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "docs": args.docs,
+              "queries": len(queries), "rounds": args.rounds, "parallel": fast.parallel,
+              "nprobe": dense.fast_scan.nprobe, "arms": {}}
+    n = len(queries)
+    base = np.median(seconds["lucene_bm25"])
+    for name, values in seconds.items():
+        report["arms"][name] = {
+            "p50_ms": round(float(np.median(values)) * 1e3, 3), "p95_ms": round(float(np.percentile(values, 95)) * 1e3, 3),
+            "p50_vs_lucene_bm25": round(float(np.median(values) / base), 3),
+            "per_round_vs_lucene_bm25": [round(float(np.median(values[r * n:(r + 1) * n])
+                                                     / np.median(seconds["lucene_bm25"][r * n:(r + 1) * n])), 3)
+                                         for r in range(args.rounds)]}
+    names = [name for name in arms if name != "lucene_bm25"]
+    for first, second in zip(names, names[1:], strict=False):
+        diff = np.array(seconds[first]) - np.array(seconds[second])
+        report[f"paired: {first} - {second}"] = {"median_ms": round(float(np.median(diff)) * 1e3, 3),
+                                                 "share_faster": round(float(np.mean(diff > 0)), 3)}
+    Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+    print(json.dumps(report["arms"], indent=1))
+
+
+if __name__ == "__main__":
+    main()
