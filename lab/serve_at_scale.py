@@ -5,7 +5,8 @@
 
 build: the production bundle's query side (ONNX graphs, tokenizer, static tables, manifest) with the
 corpus structures of a synthetic corpus (uniret.bench.synthetic): docids.json, dense.faiss (flat),
-impacts.npz, bm25/ (Lucene over the synthetic texts) and its bm25_weights.npz, then SHA256SUMS. No
+impacts.npz, bm25/ (Lucene over the synthetic texts) and its bm25_weights.npz, then SHA256SUMS; its
+seconds per structure and peak RSS (the index stage's writing of a bundle, without the encoding). No
 Lucene impact index: Anserini indexes an impact as its token repeated `weight` times, about 25
 billion tokens at this size (the in-memory impact route serves, retrieval.memory_max_docs).
 serve: `uniret serve --bundle` in a subprocess; its RSS after loading, batch-1 /search latency of the
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import shutil
 import threading
 import time
@@ -69,7 +71,10 @@ def build(args: argparse.Namespace) -> dict:
     from uniret.serving.source import bundle_version
 
     return {"bundle": str(out), "docs": args.docs, "source_version": bundle_version(source), "build_seconds": seconds,
-            "disk_bytes_per_doc": round(sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) / args.docs, 1)}
+            "disk_bytes_per_doc": round(sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) / args.docs, 1),
+            # the build's high-water mark: this process (Lucene's indexer runs in its JVM) and any children
+            "peak_rss_mb": {who: round(resource.getrusage(flag).ru_maxrss / 1024, 1) for who, flag in
+                            (("process", resource.RUSAGE_SELF), ("children", resource.RUSAGE_CHILDREN))}}
 
 
 def _production() -> Path:

@@ -19,6 +19,7 @@ def test_a_synthetic_bundle_opens_verifies_and_serves_the_fast_mode(lab_script, 
     out = tmp_path / "bundle-600"
     result = script.build(argparse.Namespace(docs=600, out=str(out), bundle=str(tiny_bundle), data=str(shared_data)))
     assert result["docs"] == 600 and result["disk_bytes_per_doc"] > 0
+    assert result["peak_rss_mb"]["process"] > 100  # at least the interpreter, the corpus and the JVM
     verify_bundle(out)  # every file recorded in SHA256SUMS, unchanged
     docids = json.loads((out / "docids.json").read_text())
     assert len(docids) == 600 and not (out / "impact").exists()  # no Lucene impact index: served from memory
