@@ -76,13 +76,13 @@ def measure(vectors: np.ndarray, queries: np.ndarray, depth: int, pruning, links
 
     exact = exact_top(vectors, queries, depth)
     out = []
+    start = time.perf_counter()
+    index = build_ivf_shortlist(vectors, pruning.ivf_points_per_list, pruning.ivf_nprobe, pruning.ivf_train_points,
+                                pruning.seed)
     for name in ("every centroid", f"HNSW, {links} links"):
-        start = time.perf_counter()
-        index = build_ivf_shortlist(vectors, pruning.ivf_points_per_list, pruning.ivf_nprobe, pruning.ivf_train_points,
-                                    pruning.seed)
-        if name.startswith("HNSW"):
+        if name.startswith("HNSW"):  # the same lists, found through the graph from here on
             index = hnsw_quantizer(index, links)
-        build_s = round(time.perf_counter() - start, 1)
+        build_s = round(time.perf_counter() - start, 1)  # the IVF index, and the graph for the second
         for nprobe, per_k in grid:
             set_nprobe(index, nprobe)
             candidates = per_k * depth
@@ -114,34 +114,30 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--grid", nargs="+", default=[f"{p}:{c}" for p, c in GRID],
                         help="NPROBE:CANDIDATES_PER_K points (default: %(default)s)")
-    parser.add_argument("--registry", default="registry")
     parser.add_argument("--out", default="lab/results/dense_shortlist.json")
     args = parser.parse_args()
 
-    from uniret.bench.growth import real_corpus
+    sys.path.insert(0, str(Path(__file__).parent))
+    from pruning_at_scale import growth_corpus
+
     from uniret.bench.machine import machine_info
-    from uniret.bench.synthetic import SyntheticCorpus
     from uniret.config import load_params
     from uniret.data.roots import open_dataset, resolve_data_root
-    from uniret.retrieval.bundle import open_bundle
     from uniret.retrieval.faiss_loader import set_search_threads
-    from uniret.serving.source import BundleSource
 
     set_search_threads(1)  # as serving searches
     params = load_params(None, "cpu")
-    growth, retrieval = params.section("bench").growth, params.section("retrieval")
-    bundle = open_bundle(BundleSource(registry_root=Path(args.registry)).production()[0].resolve())
+    retrieval = params.section("retrieval")
     data_root = resolve_data_root(None, params.section("data").root)
     texts = list(open_dataset(data_root, "scifact").split_queries("train").values())[: args.queries]
-    static = bundle.index.static_query.encode(texts).dense.astype(np.float32)
-    real = real_corpus(bundle, data_root)
     grid = [tuple(int(v) for v in point.split(":")) for point in args.grid]
     report = {"method": __doc__.split("\n\n", 1)[1].strip(), "machine": machine_info(),
               "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "queries": len(texts),
               "depth": retrieval.fusion.fast_depth, "sizes": {}}
     for n in args.docs:
-        vectors = np.ascontiguousarray(SyntheticCorpus(real, n, growth.noise, growth.swap_terms, growth.seed).dense(),
-                                       dtype=np.float32)
+        bundle, _, corpus, _ = growth_corpus(n)  # the growth bench's corpus and the production bundle
+        static = bundle.index.static_query.encode(texts).dense.astype(np.float32)
+        vectors = np.ascontiguousarray(corpus.dense(), dtype=np.float32)
         queries = feedback_queries(vectors, static, retrieval.fusion.feedback_docs, retrieval.fusion.feedback_weight)
         print(f"{n} docs", file=sys.stderr, flush=True)
         report["sizes"][str(n)] = measure(vectors, queries, retrieval.fusion.fast_depth, retrieval.pruning, args.links,

@@ -15,6 +15,7 @@ import argparse
 import dataclasses
 import json
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -26,30 +27,24 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=1_000_000)
     parser.add_argument("--candidates", type=int, nargs="+", default=[8, 4], help="candidates per k, one arm each")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--registry", default="registry")
     parser.add_argument("--out", default="lab/results/fast_candidates_ab.json")
     args = parser.parse_args()
 
+    sys.path.insert(0, str(Path(__file__).parent))
+    from pruning_at_scale import growth_corpus
+
     from uniret.bench import growth
     from uniret.bench.machine import machine_info
-    from uniret.bench.runner import bench_queries
-    from uniret.bench.synthetic import SyntheticCorpus
     from uniret.config import load_params
-    from uniret.data.roots import resolve_data_root
-    from uniret.retrieval.bundle import open_bundle
     from uniret.retrieval.faiss_loader import set_search_threads
-    from uniret.serving.source import BundleSource
     from uniret.utils.files import make_temp_dir
 
     set_search_threads(1)  # as serving searches
-    params = load_params(None, "cpu")
-    cfg, pruning = params.section("bench"), params.section("retrieval").pruning
-    bundle = open_bundle(BundleSource(registry_root=Path(args.registry)).production()[0].resolve())
-    data_root = resolve_data_root(None, params.section("data").root)
-    queries = list(bench_queries(data_root, cfg)[0].items())[: cfg.growth.queries]
-    corpus = SyntheticCorpus(growth.real_corpus(bundle, data_root), args.docs, cfg.growth.noise,
-                             cfg.growth.swap_terms, cfg.growth.seed)
-    work = make_temp_dir(".cache", "fast-candidates-")
+    pruning = load_params(None, "cpu").section("retrieval").pruning
+    bundle, queries, corpus, cfg = growth_corpus(args.docs)
+    queries = list(queries.items())
+    Path(cfg.growth.work_dir).mkdir(parents=True, exist_ok=True)
+    work = make_temp_dir(cfg.growth.work_dir, "fast-candidates-")
     try:
         index = growth.index_corpus(corpus, bundle, work, {"build_seconds_per_doc": {}})
         retrieval = bundle.retrieval
