@@ -31,6 +31,9 @@ for key, value in {
     "IR_DATASETS_HOME": str(_SANDBOX / "ir_datasets"),
     "HF_HOME": str(_SANDBOX / "hf"),
     "DVC_SITE_CACHE_DIR": str(_SANDBOX / "dvc-site"),
+    # OpenMP threads sleep when idle instead of spinning: two xdist workers' torch and faiss spinning on 2
+    # cores ran two tiny warmups in 32 s against 13.6 s passive (10.3 s alone), E58
+    "OMP_WAIT_POLICY": "PASSIVE",
 }.items():
     os.environ.setdefault(key, value)
 
@@ -67,14 +70,36 @@ def container_prerequisite_missing(reason: str) -> NoReturn:
 
 
 _container_tests: dict[str, str] = {}  # node id -> outcome of every test that uses podman
+CONTAINER_TEST = ("container_test", True)  # on the reports of a podman test: xdist's controller collects nothing
+
+# Under pytest-xdist (`make test` runs 2 workers) the tests that share a module- or session-scoped run go
+# to one worker: a module's tests together (its fixtures are built once), and every module using a costly
+# session fixture listed here with the others using it (built once, not once per worker).
+SHARED_RUN_GROUPS = {"tiny_dag_by_dvc": "tiny-dag"}
 
 
-def pytest_collection_modifyitems(items) -> None:
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
+def pytest_collection_modifyitems(config, items) -> None:
     _container_tests.update({item.nodeid: "not run" for item in items if "podman" in item.fixturenames})
+    if config.getoption("dist", "no") == "no":
+        return
+    groups = {}
+    for item in items:
+        shared = [g for name, g in SHARED_RUN_GROUPS.items() if name in item.fixturenames]
+        groups[item] = shared[0] if shared else item.nodeid.split("::")[0]
+    for name in set(SHARED_RUN_GROUPS.values()):  # a module of a shared group goes with it whole
+        modules = {item.nodeid.split("::")[0] for item, g in groups.items() if g == name}
+        groups.update({item: name for item in items if item.nodeid.split("::")[0] in modules})
+    # groups with a slow test first, the longest jobs started while the other worker has work left
+    slow = {g for item, g in groups.items() if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: groups[item] not in slow)  # stable: collection order within each part
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(groups[item]))
 
 
 def pytest_runtest_logreport(report) -> None:
-    if report.nodeid in _container_tests and (report.when == "call" or not report.passed):
+    if (report.nodeid in _container_tests or CONTAINER_TEST in report.user_properties) and (
+            report.when == "call" or not report.passed):
         _container_tests[report.nodeid] = report.outcome if report.when != "teardown" else "error"
 
 
@@ -85,6 +110,13 @@ def pytest_terminal_summary(terminalreporter) -> None:
     terminalreporter.section("container tests (podman, the CPU image of this tree)")
     for nodeid, outcome in _container_tests.items():
         terminalreporter.write_line(f"{outcome:8} {nodeid}")
+
+
+@pytest.hookimpl(tryfirst=True)  # before any fixture: a missing podman fails in the session fixture's setup
+def pytest_runtest_setup(item) -> None:
+    """A test using podman says so on its reports (the summary above lists it, with or without xdist)."""
+    if "podman" in item.fixturenames:
+        item.user_properties.append(CONTAINER_TEST)
 
 
 @pytest.fixture(scope="session")
@@ -131,10 +163,33 @@ def tiny_ctx(tmp_path, shared_data):
     return make_context(REPO / "params.yaml", "tiny", str(shared_data), tmp_path / "artifacts")
 
 
+def once_per_run(tmp_path_factory, name: str, build) -> Path:
+    """`build(folder) -> path` run once for the whole pytest run, its result shared read-only. Alone, in a
+    fresh temp folder; under pytest-xdist, in the run's temp folder (the workers' common parent): the first
+    worker to need it builds it while the others wait on a file lock, then all read the same path."""
+    from filelock import FileLock
+
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return build(tmp_path_factory.mktemp(name))
+    folder = tmp_path_factory.getbasetemp().parent / name
+    done = folder.with_suffix(".done")  # holds the result's path inside the folder; written last
+    with FileLock(str(folder.with_suffix(".lock"))):
+        if not done.is_file():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            done.write_text(str(build(folder).relative_to(folder)))
+    return folder / done.read_text()
+
+
 @pytest.fixture(scope="session")
 def tiny_bundle(tmp_path_factory, shared_data) -> Path:
     """A real index bundle of the tiny SciFact slice: validated slice (stand-in for the validate stage),
-    the bm25 stage, a factory UnifieR checkpoint (SPLADE-tiny, untrained heads) as warmup, the index stage."""
+    the bm25 stage, a factory UnifieR checkpoint (SPLADE-tiny, untrained heads) as warmup, the index stage.
+    Built once per run (`once_per_run`): tests read it and copy what they change."""
+    return once_per_run(tmp_path_factory, "bundle", lambda folder: _build_tiny_bundle(folder / "artifacts", shared_data))
+
+
+def _build_tiny_bundle(artifacts: Path, shared_data: Path) -> Path:
     import copy
 
     from uniret.config import Params
@@ -146,7 +201,7 @@ def tiny_bundle(tmp_path_factory, shared_data) -> Path:
     from uniret.stages import bm25, index
     from uniret.utils.files import atomic_write_json
 
-    base = make_context(REPO / "params.yaml", "tiny", str(shared_data), tmp_path_factory.mktemp("bundle") / "artifacts")
+    base = make_context(REPO / "params.yaml", "tiny", str(shared_data), artifacts)
     raw = copy.deepcopy(base.params.raw)
     raw["data"]["eval_datasets"] = ["scifact"]
     # the graphs the product ships (the dynamo exporter): every test reading this bundle serves, quantizes
