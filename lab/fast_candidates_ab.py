@@ -50,7 +50,7 @@ def main() -> None:
         retrieval = bundle.retrieval
         build = dataclasses.replace(retrieval, memory_max_docs=max(args.docs, retrieval.memory_max_docs),
                                     pruning=dataclasses.replace(pruning, sparse_min_docs=None, dense_min_docs=0))
-        forms = growth._Forms(index, bundle, build, pruning)
+        forms = growth.ServedForms(index, bundle, build, pruning)
         forms.use(False, pruning.dense(args.docs))
         fast, dense = forms.fast, forms.ivf_dense
         lucene = forms.searchers["bm25"]

@@ -72,29 +72,19 @@ def container_prerequisite_missing(reason: str) -> NoReturn:
 _container_tests: dict[str, str] = {}  # node id -> outcome of every test that uses podman
 CONTAINER_TEST = ("container_test", True)  # on the reports of a podman test: xdist's controller collects nothing
 
-# Under pytest-xdist (`make test` runs 2 workers) the tests that share a module- or session-scoped run go
-# to one worker: a module's tests together (its fixtures are built once), and every module using a costly
-# session fixture listed here with the others using it (built once, not once per worker).
-SHARED_RUN_GROUPS = {"tiny_dag_by_dvc": "tiny-dag"}
-
-
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(config, items) -> None:
+    """Under pytest-xdist (`make test` runs 2 workers) a module's tests go to one worker, so its module
+    fixtures are built once (costly session fixtures are built once per run: `once_per_run`); modules
+    with a slow test are handed out first, so the longest start while the other worker has work left."""
     _container_tests.update({item.nodeid: "not run" for item in items if "podman" in item.fixturenames})
     if config.getoption("dist", "no") == "no":
         return
-    groups = {}
+    module = {item: item.nodeid.split("::")[0] for item in items}
+    slow = {module[item] for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: module[item] not in slow)  # stable: collection order within each part
     for item in items:
-        shared = [g for name, g in SHARED_RUN_GROUPS.items() if name in item.fixturenames]
-        groups[item] = shared[0] if shared else item.nodeid.split("::")[0]
-    for name in set(SHARED_RUN_GROUPS.values()):  # a module of a shared group goes with it whole
-        modules = {item.nodeid.split("::")[0] for item, g in groups.items() if g == name}
-        groups.update({item: name for item in items if item.nodeid.split("::")[0] in modules})
-    # groups with a slow test first, the longest jobs started while the other worker has work left
-    slow = {g for item, g in groups.items() if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: groups[item] not in slow)  # stable: collection order within each part
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(groups[item]))
+        item.add_marker(pytest.mark.xdist_group(module[item]))
 
 
 def pytest_runtest_logreport(report) -> None:
@@ -269,18 +259,25 @@ def tiny_dag_params(repo_root, shared_data):
 @pytest.fixture(scope="session")
 def tiny_dag_by_dvc(tmp_path_factory, repo_root, tiny_dag_params) -> tuple[Path, str]:
     """`dvc repro evaluate` in a temp git repo (a copy of dvc.yaml, src/, the tiny_dag_params): the whole
-    tiny DAG up to evaluate under DVC, run once per session. (repo, dvc's output). The e2e test compares
-    its scores with its kfp.local run's, the DAG-in-image test with its run inside the image."""
+    tiny DAG up to evaluate under DVC, run once per run (`once_per_run`). (repo, dvc's output). The e2e
+    test compares its scores with its kfp.local run's, the DAG-in-image test with its run inside the image."""
+    repo = once_per_run(tmp_path_factory, "dvc-dag", lambda folder: _dvc_repro_tiny_dag(folder, repo_root, tiny_dag_params()))
+    return repo, (repo.parent / DVC_OUTPUT).read_text()
+
+
+DVC_OUTPUT = "dvc-output.txt"  # beside the repo: what `dvc repro evaluate` printed
+
+
+def _dvc_repro_tiny_dag(folder: Path, repo_root: Path, params: dict) -> Path:
     import sys
 
     import yaml
 
-    repo = tmp_path_factory.mktemp("dvc-dag") / "repo"
+    repo = folder / "repo"
     repo.mkdir()
     shutil.copy(repo_root / "dvc.yaml", repo / "dvc.yaml")
     for tree in ("src", "recipes", "expected"):
         shutil.copytree(repo_root / tree, repo / tree, ignore=shutil.ignore_patterns("__pycache__"))
-    params = tiny_dag_params()
     params["profile"] = "tiny"  # `uniret <stage>` under dvc takes the profile from params.yaml
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     bin_dir = Path(sys.executable).parent
@@ -290,4 +287,5 @@ def tiny_dag_by_dvc(tmp_path_factory, repo_root, tiny_dag_params) -> tuple[Path,
         proc = subprocess.run([str(bin_dir / "dvc"), *args], cwd=repo, env=env, capture_output=True, text=True,
                               timeout=1200)
         assert proc.returncode == 0, f"dvc {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
-    return repo, proc.stdout + proc.stderr
+    (folder / DVC_OUTPUT).write_text(proc.stdout + proc.stderr)
+    return repo

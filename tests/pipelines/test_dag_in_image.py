@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -45,6 +46,9 @@ def runs(repo_root, shared_data, tmp_path_factory, cpu_image, tiny_dag_params, t
     base = tmp_path_factory.mktemp("dag")
     params = tiny_dag_params()
     params["evaluate"]["expected_scores"] = []  # the image holds no repo files; sliced data skips the check anyway
+    # the tasks' OpenMP threads sleep when idle, as the host's do under the suite (tests/conftest.py, E58):
+    # spinning threads in the containers slowed the other xdist worker's tests up to 6x
+    params["pipeline"]["env"] = {**params["pipeline"]["env"], "OMP_WAIT_POLICY": os.environ["OMP_WAIT_POLICY"]}
     params_path = base / "params.yaml"
     params_path.write_text(yaml.safe_dump(params, sort_keys=False))
     cfg = dataclasses.replace(load_params(params_path).section("pipeline"), local_root=str(base / "kfp"))

@@ -90,7 +90,7 @@ def top10_agreement(found: dict, exact: dict) -> float:
     return round(float(np.mean(shares)), 4) if shares else 1.0
 
 
-class _Forms:
+class ServedForms:
     """hybrid_fast's searchers over one corpus, switchable between the exhaustive and pruned forms."""
 
     def __init__(self, index: CorpusIndex, bundle, cfg, pruning: PruningConfig):
@@ -160,12 +160,12 @@ def measure_size(real: RealCorpus, bundle, pruning: PruningConfig, n: int, queri
     gc.collect()
     before = _rss()
     index = index_corpus(corpus, bundle, work, row)
-    # every form measured at every size, switched per form by `_Forms.use`: the routes built exhaustive
+    # every form measured at every size, switched per form by `ServedForms.use`: the routes built exhaustive
     # with the IVF shortlist beside them, and the BM25 route in memory (what pruning changes) at every size
     build_cfg = dataclasses.replace(retrieval, memory_max_docs=max(n, retrieval.memory_max_docs),
                                     pruning=dataclasses.replace(pruning, sparse_min_docs=None, dense_min_docs=0))
     start = time.perf_counter()
-    forms = _Forms(index, bundle, build_cfg, pruning)
+    forms = ServedForms(index, bundle, build_cfg, pruning)
     row["build_seconds_per_doc"]["searchers"] = (time.perf_counter() - start) / n
     row["build_seconds_per_doc"] = {k: float(f"{v:.3g}") for k, v in row["build_seconds_per_doc"].items()}
     gc.collect()
@@ -204,7 +204,7 @@ def _nbytes(*arrays) -> int:
     return sum(a.nbytes for a in arrays)
 
 
-def _served_bytes(forms: _Forms, n: int, pruning: PruningConfig) -> dict:
+def _served_bytes(forms: ServedForms, n: int, pruning: PruningConfig) -> dict:
     """Bytes per document of each structure serving holds at this size (the forms params choose)."""
     out = {}
     for name, full, cut in zip(("impacts", "bm25"), forms.full, forms.pruned, strict=True):
@@ -221,7 +221,7 @@ def _served_bytes(forms: _Forms, n: int, pruning: PruningConfig) -> dict:
     return out
 
 
-def _nprobe_sweep(forms: _Forms, queries: dict[str, str], exact: dict, cfg: GrowthConfig, depth: int) -> list[dict]:
+def _nprobe_sweep(forms: ServedForms, queries: dict[str, str], exact: dict, cfg: GrowthConfig, depth: int) -> list[dict]:
     """The dense route's p50 and top-10 agreement with the scan at each IVF nprobe of the sweep; its BM25
     feedback from the exhaustive BM25 route, so the figure is the IVF shortlist's alone."""
     forms.use(False, True)
@@ -236,7 +236,7 @@ def _nprobe_sweep(forms: _Forms, queries: dict[str, str], exact: dict, cfg: Grow
     return out
 
 
-def _share_sweep(forms: _Forms, queries: dict[str, str], runs: dict, cfg: GrowthConfig, depth: int,
+def _share_sweep(forms: ServedForms, queries: dict[str, str], runs: dict, cfg: GrowthConfig, depth: int,
                  pruning: PruningConfig) -> list[dict]:
     """The sparse routes' and hybrid_fast's p50 and top-10 agreement at each posting share and candidate
     count of the sweep (the dense route pruned as params say)."""
