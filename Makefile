@@ -59,7 +59,7 @@ demo: install
 # The suite on PYTEST_WORKERS pytest-xdist workers (the machines' 2 cores; 0: one process). A module's tests,
 # and the modules sharing a session's run, stay on one worker (tests/conftest.py); docs/ci.md has the times.
 PYTEST_WORKERS ?= 2
-XDIST = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder)
+XDIST = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder)
 test: install
 	$(BIN)/python -m pytest -q $(XDIST) $(PYTEST_ARGS)
 

@@ -72,19 +72,14 @@ def container_prerequisite_missing(reason: str) -> NoReturn:
 _container_tests: dict[str, str] = {}  # node id -> outcome of every test that uses podman
 CONTAINER_TEST = ("container_test", True)  # on the reports of a podman test: xdist's controller collects nothing
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(config, items) -> None:
-    """Under pytest-xdist (`make test` runs 2 workers) a module's tests go to one worker, so its module
-    fixtures are built once (costly session fixtures are built once per run: `once_per_run`); modules
-    with a slow test are handed out first, so the longest start while the other worker has work left."""
+    """Under pytest-xdist (`make test`: 2 workers, --dist loadscope) a module's tests go to one worker, so its
+    module fixtures are built once (costly session fixtures once per run: `once_per_run`); modules with a
+    slow test come first, so the longest start while the other worker still has work left."""
     _container_tests.update({item.nodeid: "not run" for item in items if "podman" in item.fixturenames})
-    if config.getoption("dist", "no") == "no":
-        return
-    module = {item: item.nodeid.split("::")[0] for item in items}
-    slow = {module[item] for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: module[item] not in slow)  # stable: collection order within each part
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(module[item]))
+    if hasattr(config, "workerinput"):  # an xdist worker: each collects, the controller hands out the modules
+        slow = {item.path for item in items if item.get_closest_marker("slow")}
+        items.sort(key=lambda item: item.path not in slow)  # stable: collection order within each part
 
 
 def pytest_runtest_logreport(report) -> None:
@@ -289,3 +284,4 @@ def _dvc_repro_tiny_dag(folder: Path, repo_root: Path, params: dict) -> Path:
         assert proc.returncode == 0, f"dvc {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
     (folder / DVC_OUTPUT).write_text(proc.stdout + proc.stderr)
     return repo
+

@@ -6,6 +6,7 @@ import dataclasses
 import json
 
 import pytest
+import yaml
 
 from uniret.config import load_params
 from uniret.core.errors import StageFailed
@@ -22,13 +23,21 @@ def _executor_output(run, task: str) -> dict:
     return json.loads((run.outputs / task / "executor_output.json").read_text())
 
 
+@pytest.fixture
+def scifact_params(tmp_path, tiny_dag_params):
+    """The repo's params evaluating SciFact only, as the whole-DAG tests run them (tests/conftest.py)."""
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(tiny_dag_params(), sort_keys=False))
+    return path
+
+
 @pytest.mark.slow
-def test_tiny_prefix_runs_and_a_blocked_gate_skips_promote(repo_root, shared_data, tmp_path, local_cfg):
+def test_tiny_prefix_runs_and_a_blocked_gate_skips_promote(repo_root, shared_data, tmp_path, local_cfg, scifact_params):
     workdir = tmp_path / "wd"
     run = run_local(
         repo_root, local_cfg, workdir=workdir, profile="tiny",
         stages=["validate", "bm25", "evaluate", "gate", "promote", "report"],
-        params_path=repo_root / "params.yaml", data=shared_data,
+        params_path=scifact_params, data=shared_data,
         gate_overrides='{"candidate_system": "bm25", "min_score": 0.99}',  # nothing reaches 0.99
     )
     assert set(run.manifests) == {"validate", "bm25", "evaluate", "gate", "report"}  # promote skipped by dsl.If
@@ -54,7 +63,7 @@ def test_tiny_prefix_runs_and_a_blocked_gate_skips_promote(repo_root, shared_dat
     # no index bundle was built in this prefix - and the failure names the task.
     with pytest.raises(StageFailed, match="'promote' inside 'condition-1'"):
         run_local(repo_root, local_cfg, workdir=workdir, profile="tiny", stages=["gate", "promote"],
-                  params_path=repo_root / "params.yaml", data=shared_data,
+                  params_path=scifact_params, data=shared_data,
                   # no bench or index stage in this prefix: budgets off (unmeasurable budgets block)
                   gate_overrides='{"candidate_system": "bm25", "max_latency_p95_ms": null, "max_latency_ratio_bm25": null, '
                                  '"max_bytes_per_doc_dense": null, "max_bytes_per_doc_sparse": null}')
