@@ -72,6 +72,7 @@ def container_prerequisite_missing(reason: str) -> NoReturn:
 _container_tests: dict[str, str] = {}  # node id -> outcome of every test that uses podman
 CONTAINER_TEST = ("container_test", True)  # on the reports of a podman test: xdist's controller collects nothing
 
+
 def pytest_collection_modifyitems(config, items) -> None:
     """Under pytest-xdist (`make test`: 2 workers, --dist loadscope) a module's tests go to one worker, so its
     module fixtures are built once (costly session fixtures once per run: `once_per_run`); modules with a
