@@ -56,8 +56,8 @@ demo: install
 	@echo; echo "Registry: $$($(BIN)/uniret registry list 2>/dev/null | tail -3)"
 	@echo "Report: artifacts/report/report.md"
 
-# The suite on PYTEST_WORKERS pytest-xdist workers (the machines' 2 cores; 0: one process). A module's tests,
-# and the modules sharing a session's run, stay on one worker (tests/conftest.py); docs/ci.md has the times.
+# The suite on PYTEST_WORKERS pytest-xdist workers (the machines' 2 cores; 0: one process). A module's tests
+# stay on one worker, shared session runs are built once (tests/conftest.py); docs/ci.md has the times (E58).
 PYTEST_WORKERS ?= 2
 XDIST = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder)
 test: install

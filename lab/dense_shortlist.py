@@ -118,7 +118,7 @@ def main() -> None:
     args = parser.parse_args()
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from pruning_at_scale import growth_corpus
+    from pruning_at_scale import growth_setup, synthetic
 
     from uniret.bench.machine import machine_info
     from uniret.config import load_params
@@ -131,13 +131,13 @@ def main() -> None:
     data_root = resolve_data_root(None, params.section("data").root)
     texts = list(open_dataset(data_root, "scifact").split_queries("train").values())[: args.queries]
     grid = [tuple(int(v) for v in point.split(":")) for point in args.grid]
+    bundle, _, real, growth = growth_setup()  # the growth bench's production bundle and real corpus, every size's
+    static = bundle.index.static_query.encode(texts).dense.astype(np.float32)
     report = {"method": __doc__.split("\n\n", 1)[1].strip(), "machine": machine_info(),
               "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "queries": len(texts),
               "depth": retrieval.fusion.fast_depth, "sizes": {}}
     for n in args.docs:
-        bundle, _, corpus, _ = growth_corpus(n)  # the growth bench's corpus and the production bundle
-        static = bundle.index.static_query.encode(texts).dense.astype(np.float32)
-        vectors = np.ascontiguousarray(corpus.dense(), dtype=np.float32)
+        vectors = np.ascontiguousarray(synthetic(real, n, growth).dense(), dtype=np.float32)
         queries = feedback_queries(vectors, static, retrieval.fusion.feedback_docs, retrieval.fusion.feedback_weight)
         print(f"{n} docs", file=sys.stderr, flush=True)
         report["sizes"][str(n)] = measure(vectors, queries, retrieval.fusion.fast_depth, retrieval.pruning, args.links,

@@ -140,12 +140,11 @@ def _dense(vectors, queries: np.ndarray, depth: int, pruning) -> dict:
     return out
 
 
-def growth_corpus(docs: int):
-    """(production bundle, the growth bench's queries, its synthetic corpus of `docs` documents, the
-    bench params) as `uniret bench --only growth` makes them (the cpu profile, registry/)."""
+def growth_setup():
+    """(production bundle, the growth bench's queries, the real corpus its synthetic corpora copy, the bench
+    params) as `uniret bench --only growth` makes them (the cpu profile, registry/): once for every size."""
     from uniret.bench.growth import real_corpus
     from uniret.bench.runner import bench_queries
-    from uniret.bench.synthetic import SyntheticCorpus
     from uniret.config import load_params
     from uniret.data.roots import resolve_data_root
     from uniret.retrieval.bundle import open_bundle
@@ -156,9 +155,21 @@ def growth_corpus(docs: int):
     bundle = open_bundle(BundleSource(registry_root=Path("registry")).production()[0].resolve())
     data_root = resolve_data_root(None, params.section("data").root)
     queries = dict(list(bench_queries(data_root, cfg)[0].items())[: cfg.growth.queries])
-    corpus = SyntheticCorpus(real_corpus(bundle, data_root), docs, cfg.growth.noise, cfg.growth.swap_terms,
-                             cfg.growth.seed)
-    return bundle, queries, corpus, cfg
+    return bundle, queries, real_corpus(bundle, data_root), cfg
+
+
+def synthetic(real, docs: int, cfg):
+    """The growth bench's synthetic corpus of `docs` documents copying `real` (growth_setup's)."""
+    from uniret.bench.synthetic import SyntheticCorpus
+
+    return SyntheticCorpus(real, docs, cfg.growth.noise, cfg.growth.swap_terms, cfg.growth.seed)
+
+
+def growth_corpus(docs: int):
+    """(production bundle, the growth bench's queries, its synthetic corpus of `docs` documents, the
+    bench params): growth_setup for one size."""
+    bundle, queries, real, cfg = growth_setup()
+    return bundle, queries, synthetic(real, docs, cfg), cfg
 
 
 def main() -> None:
