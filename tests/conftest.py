@@ -190,9 +190,9 @@ def _build_tiny_bundle(artifacts: Path, shared_data: Path) -> Path:
     base = make_context(REPO / "params.yaml", "tiny", str(shared_data), artifacts)
     raw = copy.deepcopy(base.params.raw)
     raw["data"]["eval_datasets"] = ["scifact"]
-    # the graphs the product ships (the dynamo exporter): every test reading this bundle serves, quantizes
-    # and exports those; the tiny profile's own runs export with the legacy one for time (E49)
-    raw["index"]["profiles"]["tiny"]["export"]["dynamo"] = True
+    # the graphs the product ships (the dynamo exporter, the int8 query graph tried): every test reading this
+    # bundle serves, quantizes and exports those; the tiny profile's own runs skip both for time (E49, E59)
+    raw["index"]["profiles"]["tiny"]["export"].update(dynamo=True, quantize={"enabled": True})
     ctx = StageContext(Params(raw=raw, profile="tiny", path=base.params.path), base.data_root, base.artifacts)
     data = ctx.params.section("data")
     write_slice(BeirDataset(shared_data / "scifact", "scifact"), ctx.stage_dir("validate") / VALIDATED_DATA / "scifact",

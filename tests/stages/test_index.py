@@ -257,17 +257,23 @@ def test_evaluate_stage_scores_every_bundle_mode(built, monkeypatch):
 
 @pytest.mark.slow
 def test_a_rerun_reads_the_corpus_encodings_of_the_same_checkpoint_from_the_cache(built, monkeypatch):
+    """The corpus encodings and the static tower's token vectors (a pass over the whole vocabulary)."""
+    from uniret.retrieval.static_query import STATIC_DIR, TOWER_FILE
+    from uniret.training import static_tower
+
     ctx, first = built
     assert first["corpus_encode_docs_per_s"] > 0  # the first run encoded
-    before = (ctx.stage_dir("index") / "bundle" / "dense.faiss").read_bytes()
+    bundle = ctx.stage_dir("index") / "bundle"
+    before = {name: (bundle / name).read_bytes() for name in ("dense.faiss", f"{STATIC_DIR}/{TOWER_FILE}")}
 
     def no_encoding(*args, **kwargs):
-        raise AssertionError("the index stage encoded a corpus whose encodings are cached")
+        raise AssertionError("the index stage encoded what its cache holds")
 
     monkeypatch.setattr(index_stage, "encode_corpus", no_encoding)
+    monkeypatch.setattr(static_tower, "token_vectors", no_encoding)
     again = index_stage.run(ctx)
     assert again["corpus_encode_docs_per_s"] is None
-    assert (ctx.stage_dir("index") / "bundle" / "dense.faiss").read_bytes() == before
+    assert {name: (bundle / name).read_bytes() for name in before} == before
 
 
 def test_a_folder_without_manifest_is_not_a_bundle(tmp_path):

@@ -19,8 +19,10 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from uniret.retrieval.encoding import EncodedTexts, load_encoded, save_encoded
-from uniret.utils.files import hash_path, make_temp_dir, sha256_file
+from uniret.utils.files import atomic_open, hash_path, make_temp_dir, sha256_file
 
 log = logging.getLogger("uniret.retrieval")
 
@@ -127,3 +129,20 @@ def cached_corpus_encoding(
     encoded = encode()
     _save(folder, model_id, corpus_path, docids, encoded, label)
     return encoded
+
+
+def cached_model_array(root: Path, model_id: str, name: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
+    """An array that depends on the model alone (the static tower's token vectors): from the cache
+    (<root>/model-arrays/<key>.npy), else `compute()` and store it (written aside and renamed)."""
+    path = Path(root) / "model-arrays" / f"{hashlib.sha256(f'{model_id}|{name}'.encode()).hexdigest()[:24]}.npy"
+    if path.is_file():
+        try:
+            array = np.load(path, allow_pickle=False)
+            log.info("%s from cache %s", name, path)
+            return array
+        except (OSError, ValueError, EOFError) as exc:  # a damaged entry costs a recomputation, never the stage
+            log.warning("cache %s unreadable (%s); recomputing", path, exc)
+    array = compute()
+    with atomic_open(path, "wb") as fh:
+        np.save(fh, array, allow_pickle=False)
+    return array

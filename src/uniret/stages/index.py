@@ -11,6 +11,7 @@ the bm25 stage's index, doc ids and a manifest with the model config, index type
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import shutil
 import time
@@ -144,15 +145,18 @@ def _train_pairs(dataset: BeirDataset, others: list[BeirDataset], split: str, de
 
 
 def _static_query(ctx: StageContext, cfg: IndexConfig, model, tokenizer, dataset: BeirDataset, docs: list,
-                  bundle: Path, qlen: int, dlen: int, doc_vectors=None):
+                  bundle: Path, qlen: int, dlen: int, doc_vectors=None, model_key: str | None = None):
     """Build and write the bundle's static/ query tables: (their encoder, their record), or
     (None, None) when `index.static_query.enabled` is false. `doc_vectors`: the corpus's dense
-    vectors (rows of `docs`), which the tower is fine-tuned against when so configured."""
+    vectors (rows of `docs`), which the tower is fine-tuned against when so configured. `model_key`:
+    the checkpoint's encoding-cache key; its token vectors (a pass over the whole vocabulary, ~10 s
+    for MiniLM on 2 cores) are then cached, as its corpus encodings are, for a rerun with other settings."""
     from uniret.core.stage_files import DEV_QRELS
     from uniret.data.beir import read_qrels
     from uniret.data.pseudo_queries import PseudoQuerySpec, pseudo_queries
+    from uniret.retrieval.corpus_cache import cached_model_array
     from uniret.retrieval.static_query import STATIC_DIR, load_static_query, save_static_query
-    from uniret.training.static_tower import build_static_tables
+    from uniret.training.static_tower import build_static_tables, token_vectors
 
     scfg = cfg.static_query
     if not scfg.enabled:
@@ -165,8 +169,14 @@ def _static_query(ctx: StageContext, cfg: IndexConfig, model, tokenizer, dataset
                            scfg.min_words, scfg.max_words, scfg.seed)
     texts, counts = pseudo_queries(dataset, others, data.train_split, dev_qids, spec)
     pairs = _train_pairs(dataset, others, data.train_split, dev_qids, docs) if scfg.finetune_epochs else None
+    vectors = None
+    if model_key is not None:
+        root = ctx.artifacts / ctx.params.section("encoding").cache_dir
+        compute = functools.partial(token_vectors, model, tokenizer, scfg.init_batch)
+        vectors = functools.partial(cached_model_array, root, model_key, f"token vectors (batch {scfg.init_batch})",
+                                    compute)
     tables = build_static_tables(model, tokenizer, [d.contents for d in docs], texts, qlen, dlen, scfg, counts,
-                                 pairs, doc_vectors)
+                                 pairs, doc_vectors, vectors)
     save_static_query(bundle / STATIC_DIR, tables.tower, tables.token_weights, tables.meta)
     # read back as serving reads it, so fusion weights are learned on the stored (float16) tower
     return load_static_query(bundle / STATIC_DIR, tokenizer, qlen), tables.meta
@@ -232,7 +242,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
             bundle, [d.id for d in docs], encoded, vocab_tokens(tokenizer), rcfg
         )
         static, static_meta = (_static_query(ctx, cfg, model, tokenizer, dataset, docs, bundle, qlen, dlen,
-                                             encoded.dense)
+                                             encoded.dense, _cache_key(info, False, batch))
                                if encoded.dense is not None else (None, None))
         fusion = learn_fusion(ctx, cfg, rcfg, dataset, [d.id for d in docs], encoded, onnx_enc, cache_key, static)
         shutil.copytree(bm25_index, bundle / BM25_DIR)

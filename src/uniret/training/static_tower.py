@@ -203,21 +203,23 @@ def finetune_tower(tower: np.ndarray, query_bags: list[np.ndarray], positives: l
 def build_static_tables(model: torch.nn.Module, tokenizer, documents: Sequence[str], texts: Sequence[str],
                         query_max_length: int, doc_max_length: int, cfg: StaticQueryConfig,
                         text_counts: dict[str, int] | None = None, pairs: TrainPairs | None = None,
-                        doc_vectors: np.ndarray | None = None) -> StaticTables:
+                        doc_vectors: np.ndarray | None = None,
+                        vectors: Callable[[], np.ndarray] | None = None) -> StaticTables:
     """The bundle's static query tables: IDF weights over `documents`, a tower distilled on `texts`,
     then (cfg.finetune_epochs > 0) fine-tuned on `pairs` against `doc_vectors`, the rows of the
-    documents' frozen dense vectors."""
+    documents' frozen dense vectors. `vectors`: where the model's `token_vectors` come from (the index
+    stage's encoding cache), else they are computed here."""
     torch.manual_seed(cfg.seed)
     times: dict[str, float] = {}
     start = time.perf_counter()
     weights = idf_weights(tokenizer, documents, doc_max_length)
     times["idf_s"] = time.perf_counter() - start
     start = time.perf_counter()
-    vectors = token_vectors(model, tokenizer, cfg.init_batch)
+    tokens = vectors() if vectors is not None else token_vectors(model, tokenizer, cfg.init_batch)
     # IDF scaling: in the sum a frequent token (the, of, ##s) weighs little, a rare one much
     positive = weights[weights > 0]
     scale = weights / (float(positive.mean()) if len(positive) else 1.0)
-    init = vectors * scale[:, None]
+    init = tokens * scale[:, None]
     times["init_s"] = time.perf_counter() - start
     special = special_mask(tokenizer, len(weights))
     bags, kept = _bags(tokenizer, texts, query_max_length, special)
