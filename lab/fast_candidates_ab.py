@@ -17,9 +17,80 @@ import json
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+
+REFERENCE = "lucene_bm25"  # the arm every other is a ratio to
+
+
+def served_at(docs: int, setup=None, parallel: bool | None = None):
+    """(bundle, queries as (id, text) pairs, growth params, the served forms, their work folder) of the
+    growth bench's synthetic corpus of `docs` documents as `retrieval.pruning` serves that size (the
+    dense route through the IVF shortlist when the size calls for it). `setup`: growth_setup()'s result,
+    made once for several sizes; `parallel`: the routes on a worker thread (True) or not (False) at any
+    size, instead of from `parallel_min_docs`. The caller removes the work folder."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from pruning_at_scale import growth_setup, synthetic
+
+    from uniret.bench import growth
+    from uniret.config import load_params
+    from uniret.utils.files import make_temp_dir
+
+    bundle, queries, real, cfg = setup or growth_setup()
+    pruning = load_params(None, "cpu").section("retrieval").pruning  # today's params, not the bundle's
+    Path(cfg.growth.work_dir).mkdir(parents=True, exist_ok=True)
+    work = make_temp_dir(cfg.growth.work_dir, "served-at-")
+    try:
+        index = growth.index_corpus(synthetic(real, docs, cfg), bundle, work, {"build_seconds_per_doc": {}})
+        retrieval = bundle.retrieval
+        every = {} if parallel is None else {"parallel_min_docs": 0 if parallel else None}
+        build = dataclasses.replace(retrieval, memory_max_docs=max(docs, retrieval.memory_max_docs), pruning=dataclasses.replace(
+            pruning, sparse_min_docs=None, dense_min_docs=0, **every))
+        forms = growth.ServedForms(index, bundle, build, pruning)
+        forms.use(False, pruning.dense(docs))
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return bundle, list(queries.items()), cfg, forms, work
+
+
+def side_by_side(arms: dict[str, Callable[[dict[str, str]], object]], queries: list[tuple[str, str]], warmup: int,
+                 rounds: int) -> dict[str, list[float]]:
+    """Seconds of each arm on each query (rounds x queries, in that order): every arm searches a query
+    before the next query, so the machine's drift falls on every arm alike; `warmup` queries first, untimed."""
+    for qid, text in queries[:warmup]:
+        for search in arms.values():
+            search({qid: text})
+    seconds: dict[str, list[float]] = {name: [] for name in arms}
+    for _ in range(rounds):
+        for qid, text in queries:
+            for name, search in arms.items():
+                start = time.perf_counter()
+                search({qid: text})
+                seconds[name].append(time.perf_counter() - start)
+    return seconds
+
+
+def arm_figures(seconds: dict[str, list[float]], rounds: int) -> dict[str, dict]:
+    """Per arm: p50/p95 ms, the ratio of its p50 to the REFERENCE arm's, overall and per round."""
+    base = seconds[REFERENCE]
+    n = len(base) // rounds
+    out = {}
+    for name, values in seconds.items():
+        out[name] = {
+            "p50_ms": round(float(np.median(values)) * 1e3, 3), "p95_ms": round(float(np.percentile(values, 95)) * 1e3, 3),
+            "p50_vs_lucene_bm25": round(float(np.median(values) / np.median(base)), 3),
+            "per_round_vs_lucene_bm25": [round(float(np.median(values[r * n:(r + 1) * n])
+                                                     / np.median(base[r * n:(r + 1) * n])), 3) for r in range(rounds)]}
+    return out
+
+
+def paired(seconds: dict[str, list[float]], first: str, second: str) -> dict[str, float]:
+    """The median per-query difference first - second (ms) and the share of queries where second was faster."""
+    diff = np.array(seconds[first]) - np.array(seconds[second])
+    return {"median_ms": round(float(np.median(diff)) * 1e3, 3), "share_faster": round(float(np.mean(diff > 0)), 3)}
 
 
 def main() -> None:
@@ -30,28 +101,13 @@ def main() -> None:
     parser.add_argument("--out", default="lab/results/fast_candidates_ab.json")
     args = parser.parse_args()
 
-    sys.path.insert(0, str(Path(__file__).parent))
-    from pruning_at_scale import growth_corpus
-
     from uniret.bench import growth
     from uniret.bench.machine import machine_info
-    from uniret.config import load_params
     from uniret.retrieval.faiss_loader import set_search_threads
-    from uniret.utils.files import make_temp_dir
 
     set_search_threads(1)  # as serving searches
-    pruning = load_params(None, "cpu").section("retrieval").pruning
-    bundle, queries, corpus, cfg = growth_corpus(args.docs)
-    queries = list(queries.items())
-    Path(cfg.growth.work_dir).mkdir(parents=True, exist_ok=True)
-    work = make_temp_dir(cfg.growth.work_dir, "fast-candidates-")
+    _, queries, cfg, forms, work = served_at(args.docs)
     try:
-        index = growth.index_corpus(corpus, bundle, work, {"build_seconds_per_doc": {}})
-        retrieval = bundle.retrieval
-        build = dataclasses.replace(retrieval, memory_max_docs=max(args.docs, retrieval.memory_max_docs),
-                                    pruning=dataclasses.replace(pruning, sparse_min_docs=None, dense_min_docs=0))
-        forms = growth.ServedForms(index, bundle, build, pruning)
-        forms.use(False, pruning.dense(args.docs))
         fast, dense = forms.fast, forms.ivf_dense
         lucene = forms.searchers["bm25"]
 
@@ -61,38 +117,18 @@ def main() -> None:
                 return fast.search(batch, growth.TOP)
             return search
 
-        arms = {"lucene_bm25": lambda batch: lucene.search(batch, growth.TOP),
+        arms = {REFERENCE: lambda batch: lucene.search(batch, growth.TOP),
                 **{f"hybrid_fast, {c} x k candidates": arm(c) for c in args.candidates}}
-        for qid, text in queries[: cfg.growth.warmup]:
-            for search in arms.values():
-                search({qid: text})
-        seconds: dict[str, list[float]] = {name: [] for name in arms}
-        for _ in range(args.rounds):
-            for qid, text in queries:
-                for name, search in arms.items():
-                    start = time.perf_counter()
-                    search({qid: text})
-                    seconds[name].append(time.perf_counter() - start)
+        seconds = side_by_side(arms, queries, cfg.growth.warmup, args.rounds)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     report = {"method": __doc__.split("\n\n", 1)[1].strip(), "machine": machine_info(),
               "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "docs": args.docs,
               "queries": len(queries), "rounds": args.rounds, "parallel": fast.parallel,
-              "nprobe": dense.fast_scan.nprobe, "arms": {}}
-    n = len(queries)
-    base = np.median(seconds["lucene_bm25"])
-    for name, values in seconds.items():
-        report["arms"][name] = {
-            "p50_ms": round(float(np.median(values)) * 1e3, 3), "p95_ms": round(float(np.percentile(values, 95)) * 1e3, 3),
-            "p50_vs_lucene_bm25": round(float(np.median(values) / base), 3),
-            "per_round_vs_lucene_bm25": [round(float(np.median(values[r * n:(r + 1) * n])
-                                                     / np.median(seconds["lucene_bm25"][r * n:(r + 1) * n])), 3)
-                                         for r in range(args.rounds)]}
-    names = [name for name in arms if name != "lucene_bm25"]
+              "nprobe": dense.fast_scan.nprobe, "arms": arm_figures(seconds, args.rounds)}
+    names = [name for name in arms if name != REFERENCE]
     for first, second in zip(names, names[1:], strict=False):
-        diff = np.array(seconds[first]) - np.array(seconds[second])
-        report[f"paired: {first} - {second}"] = {"median_ms": round(float(np.median(diff)) * 1e3, 3),
-                                                 "share_faster": round(float(np.mean(diff > 0)), 3)}
+        report[f"paired: {first} - {second}"] = paired(seconds, first, second)
     Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
     print(json.dumps(report["arms"], indent=1))
 

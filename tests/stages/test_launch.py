@@ -49,3 +49,18 @@ def test_bad_distributed_params_are_named(tiny_ctx):
         _ctx(tiny_ctx, nnodes=2).params.section("distributed")
     with pytest.raises(ConfigError, match="not training stages"):
         _ctx(tiny_ctx, stages=["index"]).params.section("distributed")
+
+
+def test_stages_that_never_train_run_without_loading_torch(repo_root, shared_data, tmp_path):
+    """validate, bm25, gate, promote and report import no torch: deciding where a stage runs must not
+    load it for them (2-4 s of every such task's start on 2 cores, E59). A fresh interpreter, as a task's."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom uniret.runtime import make_context\nfrom uniret.stages import launch\n"
+            f"ctx = make_context({str(repo_root / 'params.yaml')!r}, 'tiny', {str(shared_data)!r}, {str(tmp_path)!r})\n"
+            "for stage in ('validate', 'bm25', 'gate', 'promote', 'report'):\n"
+            "    assert not launch.wants_torchrun(stage, ctx)\n"
+            "print('torch' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "False", done.stderr[-2000:]

@@ -136,8 +136,8 @@ class PruningConfig:
     ivf_candidates: int = 4  # documents the codes name per query, scored exactly: this many times k (E56)
     ivf_train_points: int = 64  # k-means trains on this many sampled vectors per list (faiss asks >= 39)
     # hybrid_fast's routes that read no other route's hits run on a worker thread beside the caller's at
-    # and above (their kernels hold no GIL); below, the handoff costs more than it overlaps (E54); None: never
-    parallel_min_docs: int | None = 100_000
+    # and above (their kernels hold no GIL); below, the handoff costs more than it overlaps (E54, E60); None: never
+    parallel_min_docs: int | None = 30_000
     seed: int = 13
 
     def posting_keep(self, n_docs: int) -> int:

@@ -33,10 +33,12 @@ PARAMS_COPY = ".train/{stage}.params.yaml"  # under artifacts/: the exact params
 
 def wants_torchrun(stage: str, ctx: StageContext) -> bool:
     """True when `stage` should run as several torchrun ranks and this process is not one of them."""
+    cfg: DistributedConfig = ctx.params.section("distributed")
+    if stage not in cfg.stages or cfg.world_size() <= 1:
+        return False  # decided before importing torch, which the stages that never train do not load (E59)
     from uniret.training.distributed import launched_by_torchrun
 
-    cfg: DistributedConfig = ctx.params.section("distributed")
-    return stage in cfg.stages and cfg.world_size() > 1 and not launched_by_torchrun()
+    return not launched_by_torchrun()
 
 
 def torchrun_command(stage: str, ctx: StageContext, params_file: Path, verbose: bool = True) -> list[str]:

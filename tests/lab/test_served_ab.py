@@ -1,0 +1,79 @@
+"""The side-by-side timing of lab/fast_candidates_ab.py and lab/parallel_routes_ab.py: every arm
+searches a query before the next query, ratios are to Lucene's arm, and the two route arms of a
+parallel hybrid_fast return the same runs, one with a worker and one without."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+import numpy as np
+import scipy.sparse as sp
+
+from uniret.config.retrieval import PruningConfig, RetrievalConfig
+from uniret.retrieval.faiss_loader import faiss
+from uniret.retrieval.lexical import MemoryImpactIndex
+from uniret.retrieval.modes import CorpusIndex, build_searchers
+from uniret.retrieval.static_query import StaticQueryEncoder
+
+
+def test_arms_take_turns_query_by_query_after_an_untimed_warmup(lab_script):
+    ab = lab_script("fast_candidates_ab")
+    calls = []
+    arms = {name: (lambda batch, name=name: calls.append((name, *batch))) for name in ("lucene_bm25", "a", "b")}
+    queries = [("q1", "x"), ("q2", "y"), ("q3", "z")]
+    seconds = ab.side_by_side(arms, queries, warmup=1, rounds=2)
+    assert calls[:3] == [("lucene_bm25", "q1"), ("a", "q1"), ("b", "q1")]  # the warmup: not timed
+    assert calls[3:9] == [(arm, q) for q, _ in queries[:2] for arm in ("lucene_bm25", "a", "b")]
+    assert len(calls) == 3 + 2 * 3 * 3 and all(len(v) == 6 and min(v) >= 0 for v in seconds.values())
+
+
+def test_figures_are_ratios_to_lucenes_arm_overall_and_per_round(lab_script):
+    ab = lab_script("fast_candidates_ab")
+    seconds = {"lucene_bm25": [0.002, 0.002, 0.004, 0.004], "fast": [0.003, 0.003, 0.004, 0.004]}
+    figures = ab.arm_figures(seconds, rounds=2)
+    assert figures["lucene_bm25"]["p50_vs_lucene_bm25"] == 1.0
+    assert figures["fast"]["p50_ms"] == 3.5 and figures["fast"]["p50_vs_lucene_bm25"] == round(3.5 / 3, 3)
+    assert figures["fast"]["per_round_vs_lucene_bm25"] == [1.5, 1.0]
+    assert ab.paired(seconds, "fast", "lucene_bm25") == {"median_ms": 0.5, "share_faster": 0.5}
+
+
+def _parallel_fast(n_docs: int = 2000, n_terms: int = 300):
+    """hybrid_fast over a random in-memory corpus, built with its independent routes on the worker."""
+    rng = np.random.default_rng(3)
+    weights = sp.random(n_docs, n_terms, density=0.05, format="csr", random_state=4, dtype=np.float32)
+    weights.data = np.ceil(weights.data * 50)  # whole-number impacts, as the bundle's
+    docids = [f"d{i}" for i in range(n_docs)]
+    vectors = rng.standard_normal((n_docs, 16)).astype(np.float32)
+    flat = faiss.IndexFlatIP(16)
+    flat.add(vectors)
+
+    class Words:  # "t<i>" is token i
+        def __call__(self, texts, **_):
+            return {"input_ids": [[int(w[1:]) for w in t.split()] for t in texts]}
+
+    static = StaticQueryEncoder(Words(), rng.standard_normal((n_terms, 16)).astype(np.float32),
+                                np.ones(n_terms, dtype=np.float32), max_length=32)
+    impacts = MemoryImpactIndex.from_impacts(docids, weights, 100.0)
+    index = CorpusIndex(docids=docids, dense=flat, doc_vectors=vectors, lexical=impacts, impacts=impacts,
+                        static_query=static)
+    cfg = RetrievalConfig(pruning=PruningConfig(parallel_min_docs=0, dense_min_docs=None))
+    cfg = dataclasses.replace(cfg, fusion=dataclasses.replace(cfg.fusion, fast_runs=["lexical_static", "dense_static"]))
+    return build_searchers(index, cfg, None, modes=["hybrid_fast"])["hybrid_fast"]
+
+
+def test_the_route_arms_rank_alike_and_only_one_uses_the_worker(lab_script):
+    lab_script("fast_candidates_ab")  # parallel_routes_ab imports it by name
+    script = lab_script("parallel_routes_ab")
+    fast = _parallel_fast()
+    assert fast.parallel and fast.away
+    reference = fast.searchers[1]  # stands in for Lucene here: the arms only call its search
+    arms = script.route_arms(fast, reference, 10)
+    route = fast.searchers[fast.away[0]]
+    search, threads = route.search_arrays, []
+    route.search_arrays = lambda batch, k: (threads.append(threading.current_thread().name), search(batch, k))[1]
+    batch = {"q": "t1 t5 t9 t30 t77"}
+    in_turn = arms[script.IN_TURN](batch)
+    assert threads == [threading.current_thread().name]
+    assert arms[script.SIDE_BY_SIDE](batch) == in_turn and len(in_turn["q"]) == 10
+    assert threads[1].startswith("uniret-route")
