@@ -285,4 +285,3 @@ def _dvc_repro_tiny_dag(folder: Path, repo_root: Path, params: dict) -> Path:
         assert proc.returncode == 0, f"dvc {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
     (folder / DVC_OUTPUT).write_text(proc.stdout + proc.stderr)
     return repo
-

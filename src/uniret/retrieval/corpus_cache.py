@@ -5,7 +5,8 @@ thousand documents), so encodings are stored under <artifacts>/<cache_dir>/<key>
 hashes the model's identity (checkpoint contents, or the config of an untrained starting model,
 plus the maximum lengths) and the corpus file's contents. The folder is written aside and
 renamed into place, so a crash never leaves a half-written entry. The cache is not a DVC output:
-`dvc repro` leaves it alone, and deleting it only costs time.
+`dvc repro` leaves it alone, and deleting it only costs time. Arrays that depend on the model alone
+(the static tower's token vectors) sit beside the encodings, in <cache_dir>/model-arrays/.
 """
 
 from __future__ import annotations
