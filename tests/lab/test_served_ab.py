@@ -77,3 +77,58 @@ def test_the_route_arms_rank_alike_and_only_one_uses_the_worker(lab_script):
     assert threads == [threading.current_thread().name]
     assert arms[script.SIDE_BY_SIDE](batch) == in_turn and len(in_turn["q"]) == 10
     assert threads[1].startswith("uniret-route")
+
+
+class _Forms:
+    """ServedForms' surface the dense arms use: `fast`, and `use` recording each dense switch."""
+
+    def __init__(self, fast):
+        self.fast, self.switches = fast, []
+
+    def use(self, sparse: bool, dense: bool) -> None:
+        self.switches.append((sparse, dense))
+
+
+def test_the_dense_arms_switch_the_dense_form_before_each_search(lab_script):
+    lab_script("fast_candidates_ab")
+    routes = lab_script("parallel_routes_ab")
+    script = lab_script("dense_min_docs_ab")
+    forms = _Forms(_parallel_fast())
+    arms = script.dense_arms(forms, forms.fast.searchers[1], 10)
+    names = [f"{w}, dense: {d}" for d, _ in script.DENSE_FORMS for w in (routes.IN_TURN, routes.SIDE_BY_SIDE)]
+    assert list(arms) == ["lucene_bm25", *names]
+    batch = {"q": "t1 t5 t9 t30 t77"}
+    results = {name: arms[name](batch) for name in names}
+    assert forms.switches == [(False, False), (False, False), (False, True), (False, True)]
+    assert len({str(r) for r in results.values()}) == 1  # this fusion's dense route ignores the switch
+
+
+def test_pairs_compare_the_dense_forms_and_the_worker_settings(lab_script):
+    lab_script("fast_candidates_ab")
+    lab_script("parallel_routes_ab")
+    script = lab_script("dense_min_docs_ab")
+    names = [f"{w}, dense: {d}" for d, _ in script.DENSE_FORMS for w in ("hybrid_fast, routes in turn",
+                                                                         "hybrid_fast, lexical_static on the worker")]
+    seconds = dict(zip(names, ([0.004, 0.004], [0.003, 0.005], [0.002, 0.002], [0.001, 0.003]), strict=True))
+    pairs = script.pairs(seconds)
+    assert pairs[f"paired: {names[0]} - {names[2]}"] == {"median_ms": 2.0, "share_faster": 1.0}  # IVF, in turn
+    assert pairs[f"paired: {names[1]} - {names[3]}"] == {"median_ms": 2.0, "share_faster": 1.0}  # IVF, worker
+    assert pairs[f"paired: {names[0]} - {names[1]}"] == {"median_ms": 0.0, "share_faster": 0.5}  # scan: in turn - worker
+    assert len(pairs) == 4
+
+
+def test_fused_agreement_compares_the_ivf_form_with_the_scan(lab_script):
+    script = lab_script("dense_min_docs_ab")
+
+    class Fast:
+        dense = False
+
+        def search(self, batch, top):
+            (qid, _), = batch.items()
+            shift = 1 if self.dense and qid == "b" else 0  # one query loses its 10th document to the 11th
+            return {qid: {f"d{i + shift * (i == 9)}": 1.0 / (i + 1) for i in range(top)}}
+
+    fast = Fast()
+    forms = _Forms(fast)
+    forms.use = lambda sparse, dense: setattr(fast, "dense", dense)
+    assert script.fused_agreement(forms, [("a", "x"), ("b", "y")], 10) == 0.95

@@ -130,14 +130,16 @@ class PruningConfig:
     posting_share: float = 0.02  # postings kept per term, as a share of the corpus
     sparse_candidates: int = 1000  # documents scored exactly per query: at least this many...
     candidates_share: float = 0.003  # ...or this share of the corpus, when larger
-    dense_min_docs: int | None = 100_000  # hybrid_fast's dense route shortlisted by an IVF index at and above; None: never
+    # hybrid_fast's dense route shortlisted by an IVF index at and above (below: every vector scanned, the ranking
+    # Milvus's FLAT index gives, E51; why 20k: E61); None: never
+    dense_min_docs: int | None = 20_000
     ivf_points_per_list: int = 256  # IVF lists: corpus size / this
     ivf_nprobe: int = 64  # lists scanned per query (E53)
     ivf_candidates: int = 4  # documents the codes name per query, scored exactly: this many times k (E56)
     ivf_train_points: int = 64  # k-means trains on this many sampled vectors per list (faiss asks >= 39)
     # hybrid_fast's routes that read no other route's hits run on a worker thread beside the caller's at
-    # and above (their kernels hold no GIL); below, the handoff costs more than it overlaps (E54, E60); None: never
-    parallel_min_docs: int | None = 30_000
+    # and above (their kernels hold no GIL); below, the handoff costs more than it overlaps (E54, E60, E61); None: never
+    parallel_min_docs: int | None = 20_000
     seed: int = 13
 
     def posting_keep(self, n_docs: int) -> int:

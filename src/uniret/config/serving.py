@@ -105,7 +105,7 @@ class HttpBenchConfig:
 class GrowthConfig:
     """The served mode as the corpus grows (uniret.bench.growth): synthetic corpora from the bundle's documents."""
 
-    sizes: list[int] = field(default_factory=lambda: [10_000, 100_000, 300_000, 1_000_000])
+    sizes: list[int] = field(default_factory=lambda: [10_000, 30_000, 100_000, 300_000, 1_000_000])
     queries: int = 100  # real queries, searched batch 1 at every size
     warmup: int = 20  # untimed queries per route and form (Lucene's JIT, numba's first call)
     noise: float = 0.1  # dense: Gaussian noise x per-dimension std; sparse: log-normal sigma of impacts

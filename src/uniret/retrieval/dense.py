@@ -16,6 +16,7 @@ from uniret.retrieval import kernels
 from uniret.retrieval.base import QueryBatch, Searcher, rows_to_run, top_k_rows
 from uniret.retrieval.encoding import TextEncoder
 from uniret.retrieval.faiss_loader import faiss
+from uniret.utils.pages import advise_huge_pages
 
 log = logging.getLogger("uniret.retrieval")
 
@@ -89,7 +90,9 @@ def _storage_view(index: faiss.Index) -> np.ndarray:
     address = faiss.rev_swig_ptr(index.get_xb(), n).__array_interface__["data"][0]
     buffer = (ctypes.c_float * n).from_address(address)
     buffer.owner = index  # the memory belongs to the index
-    return np.frombuffer(buffer, dtype=np.float32).reshape(index.ntotal, index.d)
+    view = np.frombuffer(buffer, dtype=np.float32).reshape(index.ntotal, index.d)
+    advise_huge_pages(view)  # faiss's 4 KB pages: a scan of every vector 1.5x slower at 30k (E61)
+    return view
 
 
 def doc_vectors(index: faiss.Index) -> np.ndarray:
