@@ -74,11 +74,12 @@ def main() -> None:
     args = parser.parse_args()
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from fast_candidates_ab import arm_figures, served_at, side_by_side
+    from fast_candidates_ab import arm_figures, served_at
     from pruning_at_scale import growth_setup
 
     from uniret.bench import growth
     from uniret.bench.machine import machine_info
+    from uniret.bench.modes import time_side_by_side
     from uniret.config import load_params
     from uniret.retrieval.dense import build_ivf_shortlist
     from uniret.retrieval.faiss_loader import set_search_threads
@@ -92,7 +93,7 @@ def main() -> None:
         _, queries, cfg, forms, work = served_at(docs, setup, parallel=True)
         try:
             ivf = forms.ivf_dense.fast_scan
-            seconds = side_by_side(dense_arms(forms, forms.searchers["bm25"], growth.TOP), queries, cfg.growth.warmup,
+            seconds = time_side_by_side(dense_arms(forms, forms.searchers["bm25"], growth.TOP), dict(queries), cfg.growth.warmup,
                                    args.rounds)
             agreement = fused_agreement(forms, queries, growth.TOP)
             start = time.perf_counter()  # what loading a bundle of this size adds (modes.ivf_index)

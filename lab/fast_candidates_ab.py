@@ -17,7 +17,6 @@ import json
 import shutil
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -56,23 +55,6 @@ def served_at(docs: int, setup=None, parallel: bool | None = None):
     return bundle, list(queries.items()), cfg, forms, work
 
 
-def side_by_side(arms: dict[str, Callable[[dict[str, str]], object]], queries: list[tuple[str, str]], warmup: int,
-                 rounds: int) -> dict[str, list[float]]:
-    """Seconds of each arm on each query (rounds x queries, in that order): every arm searches a query
-    before the next query, so the machine's drift falls on every arm alike; `warmup` queries first, untimed."""
-    for qid, text in queries[:warmup]:
-        for search in arms.values():
-            search({qid: text})
-    seconds: dict[str, list[float]] = {name: [] for name in arms}
-    for _ in range(rounds):
-        for qid, text in queries:
-            for name, search in arms.items():
-                start = time.perf_counter()
-                search({qid: text})
-                seconds[name].append(time.perf_counter() - start)
-    return seconds
-
-
 def arm_figures(seconds: dict[str, list[float]], rounds: int) -> dict[str, dict]:
     """Per arm: p50/p95 ms, the ratio of its p50 to the REFERENCE arm's, overall and per round."""
     base = seconds[REFERENCE]
@@ -103,6 +85,7 @@ def main() -> None:
 
     from uniret.bench import growth
     from uniret.bench.machine import machine_info
+    from uniret.bench.modes import time_side_by_side
     from uniret.retrieval.faiss_loader import set_search_threads
 
     set_search_threads(1)  # as serving searches
@@ -119,7 +102,7 @@ def main() -> None:
 
         arms = {REFERENCE: lambda batch: lucene.search(batch, growth.TOP),
                 **{f"hybrid_fast, {c} x k candidates": arm(c) for c in args.candidates}}
-        seconds = side_by_side(arms, queries, cfg.growth.warmup, args.rounds)
+        seconds = time_side_by_side(arms, dict(queries), cfg.growth.warmup, args.rounds)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     report = {"method": __doc__.split("\n\n", 1)[1].strip(), "machine": machine_info(),

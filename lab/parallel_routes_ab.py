@@ -49,11 +49,12 @@ def main() -> None:
     args = parser.parse_args()
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from fast_candidates_ab import arm_figures, paired, served_at, side_by_side
+    from fast_candidates_ab import arm_figures, paired, served_at
     from pruning_at_scale import growth_setup
 
     from uniret.bench import growth
     from uniret.bench.machine import machine_info
+    from uniret.bench.modes import time_side_by_side
     from uniret.retrieval.faiss_loader import set_search_threads
 
     set_search_threads(1)  # as serving searches
@@ -64,7 +65,7 @@ def main() -> None:
         _, queries, cfg, forms, work = served_at(docs, setup, parallel=True)
         try:
             arms = route_arms(forms.fast, forms.searchers["bm25"], growth.TOP)
-            seconds = side_by_side(arms, queries, cfg.growth.warmup, args.rounds)
+            seconds = time_side_by_side(arms, dict(queries), cfg.growth.warmup, args.rounds)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         row = {"docs": docs, "queries": len(queries), "arms": arm_figures(seconds, args.rounds),

@@ -112,6 +112,10 @@ def test_growth_section_times_the_served_mode_beside_lucene_bm25(bench_out, repo
             assert figures["served_top10_agreement"] == 1.0  # served here is the exhaustive form itself
             assert figures["served_p50_vs_lucene_bm25"] > 0
         assert row["memory_bm25_vs_lucene_top10"] > 0.9  # Lucene's weights in memory rank as Lucene does
+        side = row["side_by_side"]  # the served mode and Lucene timed query by query
+        assert side["rounds"] == cfg.side_by_side_rounds == len(side["per_round_vs_lucene_bm25"])
+        assert side["lucene_bm25_p50_ms"] > 0 and side["hybrid_fast_p95_ms"] >= side["hybrid_fast_p50_ms"] > 0
+        assert side["p50_vs_lucene_bm25"] == pytest.approx(side["hybrid_fast_p50_ms"] / side["lucene_bm25_p50_ms"], rel=0.01)
         assert row["served_bytes_per_doc"]["total"] > row["served_bytes_per_doc"]["dense_vectors"] > 0
         assert all(0.0 <= v <= 1.0 for v in row["shape_ks"].values())
         assert [p["nprobe"] for p in row["ivf_nprobe"]] == [min(n, p["nlist"]) for n, p in zip(cfg.nprobe_sweep, row["ivf_nprobe"], strict=True)]

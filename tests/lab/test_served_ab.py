@@ -1,6 +1,6 @@
-"""The side-by-side timing of lab/fast_candidates_ab.py and lab/parallel_routes_ab.py: every arm
-searches a query before the next query, ratios are to Lucene's arm, and the two route arms of a
-parallel hybrid_fast return the same runs, one with a worker and one without."""
+"""The side-by-side figures of lab/fast_candidates_ab.py, parallel_routes_ab.py and dense_min_docs_ab.py:
+ratios are to Lucene's arm, the two route arms of a parallel hybrid_fast return the same runs (one with
+a worker, one without), the dense arms switch the dense form before they search."""
 
 from __future__ import annotations
 
@@ -15,17 +15,6 @@ from uniret.retrieval.faiss_loader import faiss
 from uniret.retrieval.lexical import MemoryImpactIndex
 from uniret.retrieval.modes import CorpusIndex, build_searchers
 from uniret.retrieval.static_query import StaticQueryEncoder
-
-
-def test_arms_take_turns_query_by_query_after_an_untimed_warmup(lab_script):
-    ab = lab_script("fast_candidates_ab")
-    calls = []
-    arms = {name: (lambda batch, name=name: calls.append((name, *batch))) for name in ("lucene_bm25", "a", "b")}
-    queries = [("q1", "x"), ("q2", "y"), ("q3", "z")]
-    seconds = ab.side_by_side(arms, queries, warmup=1, rounds=2)
-    assert calls[:3] == [("lucene_bm25", "q1"), ("a", "q1"), ("b", "q1")]  # the warmup: not timed
-    assert calls[3:9] == [(arm, q) for q, _ in queries[:2] for arm in ("lucene_bm25", "a", "b")]
-    assert len(calls) == 3 + 2 * 3 * 3 and all(len(v) == 6 and min(v) >= 0 for v in seconds.values())
 
 
 def test_figures_are_ratios_to_lucenes_arm_overall_and_per_round(lab_script):

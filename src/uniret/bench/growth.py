@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 
-from uniret.bench.modes import time_queries
+from uniret.bench.modes import time_queries, time_side_by_side
 from uniret.bench.stats import latency_summary
 from uniret.bench.synthetic import RealCorpus, SyntheticCorpus, shape_statistics
 from uniret.config.retrieval import PruningConfig
@@ -187,6 +187,7 @@ def measure_size(real: RealCorpus, bundle, pruning: PruningConfig, n: int, queri
                                                           cfg.warmup)
             row["modes"].setdefault(name, {})[form] = summary
     row["served_switches"] = {"sparse": served_switches[0], "dense": served_switches[1]}
+    row["side_by_side"] = served_side_by_side(forms, queries, cfg)  # forms: still as served
     for name, figures in row["modes"].items():
         if name == "lucene_bm25":
             continue
@@ -198,6 +199,23 @@ def measure_size(real: RealCorpus, bundle, pruning: PruningConfig, n: int, queri
     row["posting_share"] = _share_sweep(forms, queries, runs, cfg, depth, pruning)
     log.info("growth %d docs: %s", n, row)
     return row
+
+
+def served_side_by_side(forms: ServedForms, queries: dict[str, str], cfg: GrowthConfig) -> dict:
+    """Lucene BM25 and the served hybrid_fast (top 10) timed query by query, one after the other, for
+    `cfg.side_by_side_rounds` rounds: the served mode's ratio to BM25 at one moment (E62), with each round's."""
+    searches = {"lucene_bm25": lambda q: forms.searchers["bm25"].search(q, TOP),
+                "hybrid_fast": lambda q: forms.fast.search(q, TOP)}
+    seconds = time_side_by_side(searches, queries, cfg.warmup, cfg.side_by_side_rounds)
+    p50 = {name: float(np.median(s)) for name, s in seconds.items()}
+    n = len(queries)
+    per_round = [float(np.median(seconds["hybrid_fast"][r * n:(r + 1) * n]) / np.median(seconds["lucene_bm25"][r * n:(r + 1) * n]))
+                 for r in range(cfg.side_by_side_rounds)]
+    return {"rounds": cfg.side_by_side_rounds, "lucene_bm25_p50_ms": round(p50["lucene_bm25"] * 1e3, 3),
+            "hybrid_fast_p50_ms": round(p50["hybrid_fast"] * 1e3, 3),
+            "hybrid_fast_p95_ms": round(float(np.percentile(seconds["hybrid_fast"], 95)) * 1e3, 3),
+            "p50_vs_lucene_bm25": round(p50["hybrid_fast"] / p50["lucene_bm25"], 3),
+            "per_round_vs_lucene_bm25": [round(r, 3) for r in per_round]}
 
 
 def _nbytes(*arrays) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 from tqdm.auto import tqdm
 
@@ -32,6 +33,25 @@ def time_queries(search, queries: dict[str, str], warmup: int, desc: str) -> tup
         latencies.append(time.perf_counter() - start)
         run.update(out)
     return latencies, run
+
+
+def time_side_by_side(searches: dict[str, Callable[[dict[str, str]], object]], queries: dict[str, str], warmup: int,
+                      rounds: int) -> dict[str, list[float]]:
+    """Seconds of each search on each query (`rounds` x the queries, in that order): every search answers a
+    query before the next query, so the machine's drift falls on all of them alike and the ratio of two
+    p50s holds where a mode-by-mode timing does not; `warmup` queries first, untimed."""
+    items = list(queries.items())
+    for qid, text in items[:warmup]:
+        for search in searches.values():
+            search({qid: text})
+    seconds: dict[str, list[float]] = {name: [] for name in searches}
+    for _ in range(rounds):
+        for qid, text in items:
+            for name, search in searches.items():
+                start = time.perf_counter()
+                search({qid: text})
+                seconds[name].append(time.perf_counter() - start)
+    return seconds
 
 
 def effectiveness(run: Run, qrels: dict, eval_k: int) -> float | None:

@@ -108,6 +108,7 @@ class GrowthConfig:
     sizes: list[int] = field(default_factory=lambda: [10_000, 30_000, 100_000, 300_000, 1_000_000])
     queries: int = 100  # real queries, searched batch 1 at every size
     warmup: int = 20  # untimed queries per route and form (Lucene's JIT, numba's first call)
+    side_by_side_rounds: int = 5  # rounds of Lucene BM25 and the served mode timed query by query (E62)
     noise: float = 0.1  # dense: Gaussian noise x per-dimension std; sparse: log-normal sigma of impacts
     swap_terms: float = 0.2  # fraction of a copied document's words and terms replaced
     nprobe_sweep: list[int] = field(default_factory=lambda: [16, 32, 64, 128])  # the dense IVF route's
@@ -117,8 +118,9 @@ class GrowthConfig:
     seed: int = 13
 
     def validate(self) -> None:
-        if not self.sizes or any(n <= 0 for n in self.sizes) or self.queries <= 0 or self.warmup < 0:
-            raise ValueError("sizes and queries must be positive, warmup >= 0")
+        if (not self.sizes or any(n <= 0 for n in self.sizes) or self.queries <= 0 or self.warmup < 0
+                or self.side_by_side_rounds <= 0):
+            raise ValueError("sizes, queries and side_by_side_rounds must be positive, warmup >= 0")
         if not self.nprobe_sweep or min(self.nprobe_sweep) <= 0:
             raise ValueError(f"nprobe_sweep must list positive values, got {self.nprobe_sweep}")
         if not self.posting_share_sweep or not all(0 < s <= 1 for s in self.posting_share_sweep):

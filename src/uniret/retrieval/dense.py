@@ -91,7 +91,7 @@ def _storage_view(index: faiss.Index) -> np.ndarray:
     buffer = (ctypes.c_float * n).from_address(address)
     buffer.owner = index  # the memory belongs to the index
     view = np.frombuffer(buffer, dtype=np.float32).reshape(index.ntotal, index.d)
-    advise_huge_pages(view)  # faiss's 4 KB pages: a scan of every vector 1.5x slower at 30k (E61)
+    advise_huge_pages(view)  # on faiss's 4 KB pages a scan of every vector is 1.17-1.68x slower (E61)
     return view
 
 
