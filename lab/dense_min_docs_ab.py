@@ -74,11 +74,10 @@ def main() -> None:
     args = parser.parse_args()
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from fast_candidates_ab import arm_figures, served_at
+    from fast_candidates_ab import arm_figures, report_head, served_at
     from pruning_at_scale import growth_setup
 
     from uniret.bench import growth
-    from uniret.bench.machine import machine_info
     from uniret.bench.modes import time_side_by_side
     from uniret.config import load_params
     from uniret.retrieval.dense import build_ivf_shortlist
@@ -87,8 +86,7 @@ def main() -> None:
     set_search_threads(1)  # as serving searches
     setup = growth_setup()
     pruning = load_params(None, "cpu").section("retrieval").pruning
-    report = {"method": __doc__.split("\n\n", 1)[1].strip(), "machine": machine_info(),
-              "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "rounds": args.rounds, "sizes": []}
+    report = report_head(__doc__, rounds=args.rounds, sizes=[])
     for docs in args.docs:
         _, queries, cfg, forms, work = served_at(docs, setup, parallel=True)
         try:

@@ -55,6 +55,15 @@ def served_at(docs: int, setup=None, parallel: bool | None = None):
     return bundle, list(queries.items()), cfg, forms, work
 
 
+def report_head(doc: str, **fields) -> dict:
+    """A lab report's opening fields: the method (the body of the script's module doc), the machine, the
+    time, then `fields`."""
+    from uniret.bench.machine import machine_info
+
+    return {"method": doc.split("\n\n", 1)[1].strip(), "machine": machine_info(),
+            "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **fields}
+
+
 def arm_figures(seconds: dict[str, list[float]], rounds: int) -> dict[str, dict]:
     """Per arm: p50/p95 ms, the ratio of its p50 to the REFERENCE arm's, overall and per round."""
     base = seconds[REFERENCE]
@@ -84,7 +93,6 @@ def main() -> None:
     args = parser.parse_args()
 
     from uniret.bench import growth
-    from uniret.bench.machine import machine_info
     from uniret.bench.modes import time_side_by_side
     from uniret.retrieval.faiss_loader import set_search_threads
 
@@ -105,10 +113,8 @@ def main() -> None:
         seconds = time_side_by_side(arms, dict(queries), cfg.growth.warmup, args.rounds)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    report = {"method": __doc__.split("\n\n", 1)[1].strip(), "machine": machine_info(),
-              "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "docs": args.docs,
-              "queries": len(queries), "rounds": args.rounds, "parallel": fast.parallel,
-              "nprobe": dense.fast_scan.nprobe, "arms": arm_figures(seconds, args.rounds)}
+    report = report_head(__doc__, docs=args.docs, queries=len(queries), rounds=args.rounds, parallel=fast.parallel,
+                         nprobe=dense.fast_scan.nprobe, arms=arm_figures(seconds, args.rounds))
     names = [name for name in arms if name != REFERENCE]
     for first, second in zip(names, names[1:], strict=False):
         report[f"paired: {first} - {second}"] = paired(seconds, first, second)

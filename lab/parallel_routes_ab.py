@@ -17,7 +17,6 @@ import argparse
 import json
 import shutil
 import sys
-import time
 from pathlib import Path
 
 IN_TURN, SIDE_BY_SIDE = "hybrid_fast, routes in turn", "hybrid_fast, lexical_static on the worker"
@@ -49,18 +48,16 @@ def main() -> None:
     args = parser.parse_args()
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from fast_candidates_ab import arm_figures, paired, served_at
+    from fast_candidates_ab import arm_figures, paired, report_head, served_at
     from pruning_at_scale import growth_setup
 
     from uniret.bench import growth
-    from uniret.bench.machine import machine_info
     from uniret.bench.modes import time_side_by_side
     from uniret.retrieval.faiss_loader import set_search_threads
 
     set_search_threads(1)  # as serving searches
     setup = growth_setup()
-    report = {"method": __doc__.split("\n\n", 1)[1].strip(), "machine": machine_info(),
-              "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "rounds": args.rounds, "sizes": []}
+    report = report_head(__doc__, rounds=args.rounds, sizes=[])
     for docs in args.docs:
         _, queries, cfg, forms, work = served_at(docs, setup, parallel=True)
         try:

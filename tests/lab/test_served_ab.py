@@ -121,3 +121,11 @@ def test_fused_agreement_compares_the_ivf_form_with_the_scan(lab_script):
     forms = _Forms(fast)
     forms.use = lambda sparse, dense: setattr(fast, "dense", dense)
     assert script.fused_agreement(forms, [("a", "x"), ("b", "y")], 10) == 0.95
+
+
+def test_a_report_opens_with_the_method_the_machine_and_the_time(lab_script):
+    ab = lab_script("fast_candidates_ab")
+    head = ab.report_head("Title.\n\nHow it was measured,\nover two lines.\n", rounds=3, sizes=[])
+    assert head["method"] == "How it was measured,\nover two lines." and head["rounds"] == 3 and head["sizes"] == []
+    assert head["machine"]["cpu_cores"] >= 1 and head["at"].endswith("Z")
+    assert list(head)[:3] == ["method", "machine", "at"]
