@@ -14,8 +14,6 @@ seconds the IVF index takes to build at load, per size, to lab/results/dense_min
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -74,40 +72,26 @@ def main() -> None:
     args = parser.parse_args()
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from fast_candidates_ab import arm_figures, report_head, served_at
-    from pruning_at_scale import growth_setup
+    from fast_candidates_ab import arm_figures, report_per_size
 
     from uniret.bench import growth
     from uniret.bench.modes import time_side_by_side
-    from uniret.config import load_params
     from uniret.retrieval.dense import build_ivf_shortlist
-    from uniret.retrieval.faiss_loader import set_search_threads
 
-    set_search_threads(1)  # as serving searches
-    setup = growth_setup()
-    pruning = load_params(None, "cpu").section("retrieval").pruning
-    report = report_head(__doc__, rounds=args.rounds, sizes=[])
-    for docs in args.docs:
-        _, queries, cfg, forms, work = served_at(docs, setup, parallel=True)
-        try:
-            ivf = forms.ivf_dense.fast_scan
-            seconds = time_side_by_side(dense_arms(forms, forms.searchers["bm25"], growth.TOP), dict(queries), cfg.growth.warmup,
-                                   args.rounds)
-            agreement = fused_agreement(forms, queries, growth.TOP)
-            start = time.perf_counter()  # what loading a bundle of this size adds (modes.ivf_index)
-            build_ivf_shortlist(forms.index.doc_vectors, pruning.ivf_points_per_list, pruning.ivf_nprobe,
-                                pruning.ivf_train_points, pruning.seed)
-            build_s = round(time.perf_counter() - start, 2)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-        row = {"docs": docs, "queries": len(queries), "nlist": ivf.nlist, "nprobe": ivf.nprobe,
-               "ivf_candidates": forms.ivf_dense.shortlist, "ivf_build_s": build_s,
-               "fused_top10_agreement_ivf_vs_every_vector": agreement, "arms": arm_figures(seconds, args.rounds),
-               **pairs(seconds)}
-        report["sizes"].append(row)
-        print(json.dumps(row), flush=True)
-    Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+    def measure(queries, cfg, forms, pruning) -> dict:
+        ivf = forms.ivf_dense.fast_scan
+        seconds = time_side_by_side(dense_arms(forms, forms.searchers["bm25"], growth.TOP), dict(queries),
+                                    cfg.growth.warmup, args.rounds)
+        agreement = fused_agreement(forms, queries, growth.TOP)
+        start = time.perf_counter()  # what loading a bundle of this size adds (modes.ivf_index)
+        build_ivf_shortlist(forms.index.doc_vectors, pruning.ivf_points_per_list, pruning.ivf_nprobe,
+                            pruning.ivf_train_points, pruning.seed)
+        return {"nlist": ivf.nlist, "nprobe": ivf.nprobe, "ivf_candidates": forms.ivf_dense.shortlist,
+                "ivf_build_s": round(time.perf_counter() - start, 2),
+                "fused_top10_agreement_ivf_vs_every_vector": agreement, "arms": arm_figures(seconds, args.rounds),
+                **pairs(seconds)}
 
+    report_per_size(__doc__, args.docs, args.rounds, args.out, measure)
 
 if __name__ == "__main__":
     main()

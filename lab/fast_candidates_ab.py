@@ -24,21 +24,28 @@ import numpy as np
 REFERENCE = "lucene_bm25"  # the arm every other is a ratio to
 
 
-def served_at(docs: int, setup=None, parallel: bool | None = None):
+def todays_pruning():
+    """`retrieval.pruning` of today's cpu params (not the bundle's): what serves each size."""
+    from uniret.config import load_params
+
+    return load_params(None, "cpu").section("retrieval").pruning
+
+
+def served_at(docs: int, setup=None, parallel: bool | None = None, pruning=None):
     """(bundle, queries as (id, text) pairs, growth params, the served forms, their work folder) of the
     growth bench's synthetic corpus of `docs` documents as `retrieval.pruning` serves that size (the
-    dense route through the IVF shortlist when the size calls for it). `setup`: growth_setup()'s result,
-    made once for several sizes; `parallel`: the routes on a worker thread (True) or not (False) at any
-    size, instead of from `parallel_min_docs`. The caller removes the work folder."""
+    dense route through the IVF shortlist when the size calls for it). `setup`: growth_setup()'s result
+    and `pruning`: todays_pruning()'s, made once for several sizes; `parallel`: the routes on a worker
+    thread (True) or not (False) at any size, instead of from `parallel_min_docs`. The caller removes
+    the work folder."""
     sys.path.insert(0, str(Path(__file__).parent))
     from pruning_at_scale import growth_setup, synthetic
 
     from uniret.bench import growth
-    from uniret.config import load_params
     from uniret.utils.files import make_temp_dir
 
     bundle, queries, real, cfg = setup or growth_setup()
-    pruning = load_params(None, "cpu").section("retrieval").pruning  # today's params, not the bundle's
+    pruning = pruning or todays_pruning()
     Path(cfg.growth.work_dir).mkdir(parents=True, exist_ok=True)
     work = make_temp_dir(cfg.growth.work_dir, "served-at-")
     try:
@@ -55,6 +62,31 @@ def served_at(docs: int, setup=None, parallel: bool | None = None):
     return bundle, list(queries.items()), cfg, forms, work
 
 
+def report_per_size(doc: str, sizes: list[int], rounds: int, out: str, measure) -> None:
+    """The per-size lab loop: searches on one thread as serving runs them, each of `sizes` served as
+    served_at serves it with the routes on a worker (one growth setup and one params read for all),
+    `measure(queries, growth params, forms, pruning)` -> the size's figures, printed as they come, then
+    the report (report_head(doc) with a row per size) written to `out`. Each size's work folder is
+    removed before the next is built."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from pruning_at_scale import growth_setup
+
+    from uniret.retrieval.faiss_loader import set_search_threads
+
+    set_search_threads(1)  # as serving searches
+    setup, pruning = growth_setup(), todays_pruning()
+    report = report_head(doc, rounds=rounds, sizes=[])
+    for docs in sizes:
+        _, queries, cfg, forms, work = served_at(docs, setup, parallel=True, pruning=pruning)
+        try:
+            row = {"docs": docs, "queries": len(queries), **measure(queries, cfg, forms, pruning)}
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        report["sizes"].append(row)
+        print(json.dumps(row), flush=True)
+    Path(out).write_text(json.dumps(report, indent=1) + "\n")
+
+
 def report_head(doc: str, **fields) -> dict:
     """A lab report's opening fields: the method (the body of the script's module doc), the machine, the
     time, then `fields`."""
@@ -66,16 +98,9 @@ def report_head(doc: str, **fields) -> dict:
 
 def arm_figures(seconds: dict[str, list[float]], rounds: int) -> dict[str, dict]:
     """Per arm: p50/p95 ms, the ratio of its p50 to the REFERENCE arm's, overall and per round."""
-    base = seconds[REFERENCE]
-    n = len(base) // rounds
-    out = {}
-    for name, values in seconds.items():
-        out[name] = {
-            "p50_ms": round(float(np.median(values)) * 1e3, 3), "p95_ms": round(float(np.percentile(values, 95)) * 1e3, 3),
-            "p50_vs_lucene_bm25": round(float(np.median(values) / np.median(base)), 3),
-            "per_round_vs_lucene_bm25": [round(float(np.median(values[r * n:(r + 1) * n])
-                                                     / np.median(base[r * n:(r + 1) * n])), 3) for r in range(rounds)]}
-    return out
+    from uniret.bench.modes import side_by_side_figures
+
+    return side_by_side_figures(seconds, rounds, REFERENCE)
 
 
 def paired(seconds: dict[str, list[float]], first: str, second: str) -> dict[str, float]:

@@ -12,23 +12,11 @@ too). Writes p50 ms per array and size to lab/results/huge_pages_scan.json.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import time
 from pathlib import Path
 
 import numpy as np
-
-
-def raw_view(index) -> np.ndarray:
-    """faiss's storage of `index` as an array, with no advice given (what doc_vectors gave before E61)."""
-    from uniret.retrieval.faiss_loader import faiss
-
-    n = index.ntotal * index.d
-    address = faiss.rev_swig_ptr(index.get_xb(), n).__array_interface__["data"][0]
-    buffer = (ctypes.c_float * n).from_address(address)
-    buffer.owner = index
-    return np.frombuffer(buffer, dtype=np.float32).reshape(index.ntotal, index.d)
 
 
 def scan_p50(arrays: dict[str, np.ndarray], query: np.ndarray, rounds: int) -> dict[str, float]:
@@ -53,6 +41,7 @@ def main() -> None:
     from threadpoolctl import threadpool_limits
 
     from uniret.bench.machine import machine_info
+    from uniret.retrieval.dense import storage_view
     from uniret.retrieval.faiss_loader import faiss
     from uniret.utils.pages import advise_huge_pages
 
@@ -65,7 +54,7 @@ def main() -> None:
             index = faiss.IndexFlatIP(384)
             for start in range(0, docs, 100_000):  # added in pieces, as the index stage adds its batches
                 index.add(rng.standard_normal((min(100_000, docs - start), 384)).astype(np.float32))
-            view = raw_view(index)
+            view = storage_view(index)  # as faiss allocated it: not advised yet
             before = scan_p50({"faiss storage": view, "numpy copy": view.copy()}, query, args.rounds)
             start = time.perf_counter()
             advised = advise_huge_pages(view)

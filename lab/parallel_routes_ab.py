@@ -14,8 +14,6 @@ lab/results/parallel_routes_ab.json.
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -48,29 +46,18 @@ def main() -> None:
     args = parser.parse_args()
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from fast_candidates_ab import arm_figures, paired, report_head, served_at
-    from pruning_at_scale import growth_setup
+    from fast_candidates_ab import arm_figures, paired, report_per_size
 
     from uniret.bench import growth
     from uniret.bench.modes import time_side_by_side
-    from uniret.retrieval.faiss_loader import set_search_threads
 
-    set_search_threads(1)  # as serving searches
-    setup = growth_setup()
-    report = report_head(__doc__, rounds=args.rounds, sizes=[])
-    for docs in args.docs:
-        _, queries, cfg, forms, work = served_at(docs, setup, parallel=True)
-        try:
-            arms = route_arms(forms.fast, forms.searchers["bm25"], growth.TOP)
-            seconds = time_side_by_side(arms, dict(queries), cfg.growth.warmup, args.rounds)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-        row = {"docs": docs, "queries": len(queries), "arms": arm_figures(seconds, args.rounds),
-               f"paired: {IN_TURN} - {SIDE_BY_SIDE}": paired(seconds, IN_TURN, SIDE_BY_SIDE)}
-        report["sizes"].append(row)
-        print(json.dumps(row), flush=True)
-    Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+    def measure(queries, cfg, forms, _pruning) -> dict:
+        arms = route_arms(forms.fast, forms.searchers["bm25"], growth.TOP)
+        seconds = time_side_by_side(arms, dict(queries), cfg.growth.warmup, args.rounds)
+        return {"arms": arm_figures(seconds, args.rounds),
+                f"paired: {IN_TURN} - {SIDE_BY_SIDE}": paired(seconds, IN_TURN, SIDE_BY_SIDE)}
 
+    report_per_size(__doc__, args.docs, args.rounds, args.out, measure)
 
 if __name__ == "__main__":
     main()

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 
-from uniret.bench.modes import time_queries, time_side_by_side
+from uniret.bench.modes import side_by_side_figures, time_queries, time_side_by_side
 from uniret.bench.stats import latency_summary
 from uniret.bench.synthetic import RealCorpus, SyntheticCorpus, shape_statistics
 from uniret.config.retrieval import PruningConfig
@@ -208,15 +208,11 @@ def served_side_by_side(forms: ServedForms, queries: dict[str, str], cfg: Growth
     searches = {"lucene_bm25": lambda q: forms.searchers["bm25"].search(q, TOP),
                 "hybrid_fast": lambda q: forms.fast.search(q, TOP)}
     seconds = time_side_by_side(searches, queries, max(cfg.warmup, len(queries)), cfg.side_by_side_rounds)
-    p50 = {name: float(np.median(s)) for name, s in seconds.items()}
-    n = len(queries)
-    per_round = [float(np.median(seconds["hybrid_fast"][r * n:(r + 1) * n]) / np.median(seconds["lucene_bm25"][r * n:(r + 1) * n]))
-                 for r in range(cfg.side_by_side_rounds)]
-    return {"rounds": cfg.side_by_side_rounds, "lucene_bm25_p50_ms": round(p50["lucene_bm25"] * 1e3, 3),
-            "hybrid_fast_p50_ms": round(p50["hybrid_fast"] * 1e3, 3),
-            "hybrid_fast_p95_ms": round(float(np.percentile(seconds["hybrid_fast"], 95)) * 1e3, 3),
-            "p50_vs_lucene_bm25": round(p50["hybrid_fast"] / p50["lucene_bm25"], 3),
-            "per_round_vs_lucene_bm25": [round(r, 3) for r in per_round]}
+    figures = side_by_side_figures(seconds, cfg.side_by_side_rounds, "lucene_bm25")
+    lucene, fast = figures["lucene_bm25"], figures["hybrid_fast"]
+    return {"rounds": cfg.side_by_side_rounds, "lucene_bm25_p50_ms": lucene["p50_ms"], "hybrid_fast_p50_ms": fast["p50_ms"],
+            "hybrid_fast_p95_ms": fast["p95_ms"], "p50_vs_lucene_bm25": fast["p50_vs_lucene_bm25"],
+            "per_round_vs_lucene_bm25": fast["per_round_vs_lucene_bm25"]}
 
 
 def _nbytes(*arrays) -> int:

@@ -10,6 +10,7 @@ import logging
 import time
 from collections.abc import Callable
 
+import numpy as np
 from tqdm.auto import tqdm
 
 from uniret.bench.stats import latency_summary
@@ -52,6 +53,21 @@ def time_side_by_side(searches: dict[str, Callable[[dict[str, str]], object]], q
                 search({qid: text})
                 seconds[name].append(time.perf_counter() - start)
     return seconds
+
+
+def side_by_side_figures(seconds: dict[str, list[float]], rounds: int, reference: str) -> dict[str, dict]:
+    """Per search of a `time_side_by_side` result: p50/p95 ms and the ratio of its p50 to the `reference`
+    search's, overall and per round."""
+    base = seconds[reference]
+    n = len(base) // rounds
+    out = {}
+    for name, values in seconds.items():
+        out[name] = {
+            "p50_ms": round(float(np.median(values)) * 1e3, 3), "p95_ms": round(float(np.percentile(values, 95)) * 1e3, 3),
+            f"p50_vs_{reference}": round(float(np.median(values) / np.median(base)), 3),
+            f"per_round_vs_{reference}": [round(float(np.median(values[r * n:(r + 1) * n])
+                                                      / np.median(base[r * n:(r + 1) * n])), 3) for r in range(rounds)]}
+    return out
 
 
 def effectiveness(run: Run, qrels: dict, eval_k: int) -> float | None:

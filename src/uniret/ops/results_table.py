@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from uniret.bench.report import served_ratio
+from uniret.bench.report import served_p50s
 from uniret.core.errors import DataError, DataProblem
 from uniret.core.jsonio import read_json
 from uniret.evaluation.overlap_scores import OVERLAP_KEY, novel_value, subset_key
@@ -263,11 +263,9 @@ class Tables:
                "| ---: | ---: | ---: | ---: | --- | --- | ---: | ---: |"]
         for r in growth["rows"]:
             fast, switches = r["modes"]["hybrid_fast"], r["served_switches"]
-            side = r.get("side_by_side")  # timed query by query (E62); older curves: mode by mode
-            lucene, served = ((side["lucene_bm25_p50_ms"], side["hybrid_fast_p50_ms"]) if side
-                              else (r["modes"]["lucene_bm25"]["p50_ms"], fast["served"]["p50_ms"]))
+            lucene, served, ratio = served_p50s(r)  # timed query by query (E62); older curves: mode by mode
             out.append(f"| {r['docs']:,} | {lucene:.2f} | {served:.2f} | "
-                       f"{served_ratio(r):.2f} | {'yes' if switches['sparse'] else 'no'} | "
+                       f"{ratio:.2f} | {'yes' if switches['sparse'] else 'no'} | "
                        f"{'yes' if switches['dense'] else 'no'} | {fast['served_top10_agreement']:.3f} | "
                        f"{r['served_bytes_per_doc']['total']:,.0f} |")
         return out

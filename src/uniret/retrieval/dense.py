@@ -83,23 +83,25 @@ def load_faiss_index(path: str | Path) -> faiss.Index:
         return faiss.read_index(str(path))
 
 
-def _storage_view(index: faiss.Index) -> np.ndarray:
-    """A [ntotal, d] array over a flat index's own memory (nothing writes it: searches read it); its
-    buffer keeps the index alive (every numpy view of it, reshaped or sliced, holds that buffer)."""
+def storage_view(index: faiss.Index) -> np.ndarray:
+    """A [ntotal, d] array over a flat index's own memory, as faiss allocated it (nothing writes it:
+    searches read it); its buffer keeps the index alive (every numpy view of it, reshaped or sliced,
+    holds that buffer)."""
     n = index.ntotal * index.d
     address = faiss.rev_swig_ptr(index.get_xb(), n).__array_interface__["data"][0]
     buffer = (ctypes.c_float * n).from_address(address)
     buffer.owner = index  # the memory belongs to the index
-    view = np.frombuffer(buffer, dtype=np.float32).reshape(index.ntotal, index.d)
-    advise_huge_pages(view)  # on faiss's 4 KB pages a scan of every vector is 1.17-1.68x slower (E61)
-    return view
+    return np.frombuffer(buffer, dtype=np.float32).reshape(index.ntotal, index.d)
 
 
 def doc_vectors(index: faiss.Index) -> np.ndarray:
     """All stored vectors [ntotal, dim] (exact for Flat/HNSW, PQ-reconstructed for IVF-PQ). Over a
-    flat index: a view of its own storage, no second copy (valid while the index lives)."""
+    flat index: a view of its own storage, no second copy (valid while the index lives), on huge pages
+    where the kernel allows."""
     if type(index) in (faiss.IndexFlatIP, faiss.IndexFlatL2, faiss.IndexFlat) and index.ntotal:
-        return _storage_view(index)
+        view = storage_view(index)
+        advise_huge_pages(view)  # on faiss's 4 KB pages a scan of every vector is 1.17-1.68x slower (E61)
+        return view
     ivf = faiss.try_extract_index_ivf(index)
     if ivf is not None:
         ivf.make_direct_map()
