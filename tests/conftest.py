@@ -229,6 +229,7 @@ def dvc_project(shared_data):
         (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
         subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
         subprocess.run([str(Path(sys.executable).parent / "dvc"), "init", "-q"], cwd=repo, check=True)
+        shutil.copy(REPO / DVCIGNORE, repo / DVCIGNORE)  # over dvc init's empty one
         return repo
 
     return make
@@ -262,6 +263,7 @@ def tiny_dag_by_dvc(tmp_path_factory, repo_root, tiny_dag_params) -> tuple[Path,
 
 
 DVC_OUTPUT = "dvc-output.txt"  # beside the repo: what `dvc repro evaluate` printed
+DVCIGNORE = ".dvcignore"  # the repository's: caches and bytecode are not stage dependencies
 
 
 def _dvc_repro_tiny_dag(folder: Path, repo_root: Path, params: dict) -> Path:
@@ -283,5 +285,7 @@ def _dvc_repro_tiny_dag(folder: Path, repo_root: Path, params: dict) -> Path:
         proc = subprocess.run([str(bin_dir / "dvc"), *args], cwd=repo, env=env, capture_output=True, text=True,
                               timeout=1200)
         assert proc.returncode == 0, f"dvc {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
+        if args[0] == "init":
+            shutil.copy(repo_root / DVCIGNORE, repo / DVCIGNORE)  # over dvc init's empty one
     (folder / DVC_OUTPUT).write_text(proc.stdout + proc.stderr)
     return repo

@@ -61,3 +61,21 @@ def test_repro_twice_and_param_change(dvc_repo):
     assert "bm25" in stale and "validate" not in stale  # validate does not depend on BM25 params
     third = _dvc(dvc_repo, "repro", *SPINE)
     assert _ran(third) == ["bm25"]
+
+
+def test_bytecode_and_numba_caches_written_after_a_run_change_no_stage(dvc_repo):
+    """A stage's run leaves bytecode and numba's kernel caches under src/ (they are written when a
+    kernel first compiles, after dvc hashed the deps): they must not make the stage stale, or a nightly
+    on unchanged data retrains (issue 57)."""
+    _dvc(dvc_repo, "repro", *SPINE)
+    assert not _stale(dvc_repo) & set(SPINE)
+    for folder in ("src/uniret/lexical", "src/uniret/data"):  # deps of bm25 and validate
+        cache = dvc_repo / folder / "__pycache__"
+        cache.mkdir(exist_ok=True)
+        for name in ("bm25.cpython-311.pyc", "kernels._ranked-40.py311.nbi", "kernels._ranked-40.py311.1.nbc"):
+            (cache / name).write_bytes(b"\0compiled")
+        (dvc_repo / folder / "stray.nbi").write_bytes(b"\0")
+    assert not _stale(dvc_repo) & set(SPINE)
+    # a real source change still counts
+    (dvc_repo / "src/uniret/lexical/bm25.py").write_text((dvc_repo / "src/uniret/lexical/bm25.py").read_text() + "\n# x\n")
+    assert "bm25" in _stale(dvc_repo)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from uniret.config.retrieval import DenseIndexConfig
+from uniret.core.runs import ranking_differences
 from uniret.retrieval.dense import (
     DenseSearcher,
     build_faiss_index,
@@ -164,6 +165,9 @@ def test_the_configured_fast_dense_route_is_the_exact_one_milvus_serves(repo_roo
         part = QueryBatch([f"q{i}"], [""], EncodedTexts(dense=query[None, :]))
         (rows, scores), = served.search_arrays(part, fusion.fast_depth)
         exact = docs @ query
-        want = np.argsort(-exact, kind="stable")[: fusion.fast_depth]
-        assert rows.tolist() == want.tolist(), i
-        np.testing.assert_allclose(scores, exact[want], rtol=1e-5, atol=1e-6)
+        want = np.argsort(-exact, kind="stable")[: fusion.fast_depth + 1]
+        # faiss and numpy sum in other orders: equal rankings up to ties within float noise
+        problems = ranking_differences({str(r): float(exact[r]) for r in want},
+                                       {str(r): float(v) for r, v in zip(rows, scores, strict=True)},
+                                       fusion.fast_depth, 1e-5 * float(np.abs(exact).max()))
+        assert not problems, (i, problems)

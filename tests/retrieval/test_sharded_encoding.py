@@ -10,12 +10,25 @@ import numpy as np
 import pytest
 
 from uniret.config import Params
+from uniret.core.runs import ranking_differences
 from uniret.data.beir import BeirDataset
 from uniret.retrieval.bundle import MANIFEST, ONNX_DIR, TOKENIZER_DIR, open_bundle, read_bundle_manifest
 from uniret.retrieval.sharded import EncoderSpec, encode_corpus_shard, merge_shard_dirs, shard_plan
 from uniret.runtime import StageContext
 
 TOP_K = 10
+# Scores may differ by float noise between the two encodings (other SIMD kernels, thread counts):
+# rankings must agree except for documents tied within this share of the query's best score.
+SCORE_RTOL = 1e-4
+
+
+def score_tolerance(searcher, best: float) -> float:
+    """How far two equal rankings' scores may differ: float noise, or for reciprocal-rank fusion
+    (scores made of ranks) one adjacent swap inside each of two fused routes."""
+    if getattr(searcher, "method", None) == "rrf":
+        c = searcher.rrf_k
+        return 2 * (1.0 / (c + 1) - 1.0 / (c + 2))
+    return SCORE_RTOL * max(abs(best), 1.0)
 
 
 def test_shard_plan_covers_every_row_once_in_whole_batches():
@@ -83,18 +96,24 @@ def test_index_stage_with_two_shards_gives_the_same_top10_as_unsharded(bundle_pa
 
     queries = dataset.split_queries("test")
     assert queries
-    runs = {}
+    runs, searchers = {}, {}
     for name, path in (("unsharded", unsharded), ("sharded", sharded)):
         b = open_bundle(path)
-        searchers = build_searchers(b.index, b.retrieval, b.encoder, b.bm25, b.has_gate)
+        searchers[name] = build_searchers(b.index, b.retrieval, b.encoder, b.bm25, b.has_gate)
         batch = encode_queries(queries, b.encoder)
-        runs[name] = {mode: s.search_batch(batch, TOP_K) for mode, s in searchers.items() if mode != "bm25"}
+        # twice the depth compared: a document just below the cut still has its score to compare
+        runs[name] = {mode: s.search_batch(batch, 2 * TOP_K) for mode, s in searchers[name].items() if mode != "bm25"}
     assert runs["unsharded"].keys() == runs["sharded"].keys() and runs["sharded"]
+    exact = 0
     for mode, run in runs["unsharded"].items():
         for qid in queries:
-            want = list(run[qid])
-            got = list(runs["sharded"][mode][qid])
-            assert got == want, f"{mode} query {qid}: sharded top-{TOP_K} {got} != unsharded {want}"
+            want, got = run[qid], runs["sharded"][mode][qid]
+            tol = score_tolerance(searchers["unsharded"][mode], max(want.values(), default=0.0))
+            problems = ranking_differences(want, got, TOP_K, tol)
+            assert not problems, f"{mode} query {qid}: sharded top-{TOP_K} differs: {problems}"
+            exact += list(want)[:TOP_K] == list(got)[:TOP_K]
+    # near-ties are rare: almost every list is the same to the letter
+    assert exact >= 0.95 * len(queries) * len(runs["unsharded"])
 
 
 @pytest.mark.slow

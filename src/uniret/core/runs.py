@@ -43,3 +43,30 @@ def read_run(path: str | os.PathLike) -> Run:
                 raise DataError(DataProblem(path, lineno, "score", f"not a number: {parts[4]!r}")) from exc
             run.setdefault(parts[0], {})[parts[2]] = score
     return run
+
+
+def ranking_differences(want: dict[str, float], got: dict[str, float], k: int, tol: float) -> list[str]:
+    """Where `got`'s top k differs from `want`'s by more than ties within `tol`; [] when they agree.
+
+    Two computations of one ranking on other SIMD kernels, thread counts or batch shapes agree
+    only up to float noise: documents whose scores lie within `tol` may trade places, and a list
+    cut at k may end on either of them. That is all this allows: at every position the two scores
+    are within `tol`, and a document in another place scores, in the list it is missing from,
+    within `tol` of the score it would replace (or that list's depth ends within `tol` of it).
+    """
+    w, g = ranked(want, k), ranked(got, k)
+    if len(w) != len(g):
+        return [f"{len(g)} documents where {len(w)} were expected"]
+    floor = {"want": min(want.values(), default=0.0), "got": min(got.values(), default=0.0)}
+    problems = []
+    for pos, ((wd, ws), (gd, gs)) in enumerate(zip(w, g, strict=True), start=1):
+        if abs(ws - gs) > tol:
+            problems.append(f"rank {pos}: score {gs:.6g} where {ws:.6g} was expected ({gd} vs {wd})")
+        elif wd != gd:
+            for doc, other, side, score in ((gd, want, "want", ws), (wd, got, "got", gs)):
+                in_other = other.get(doc, floor[side])
+                if abs(in_other - score) > tol:
+                    problems.append(f"rank {pos}: {gd} in place of {wd}, and {doc} scores {in_other:.6g} "
+                                    f"in the other list, not within {tol:g} of {score:.6g}")
+                    break
+    return problems
