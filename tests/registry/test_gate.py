@@ -24,7 +24,8 @@ def _metrics(uni: dict[str, float], bm25: dict[str, float]) -> dict:
 CANDIDATE = _metrics({"scifact": 0.70, "nfcorpus": 0.33}, {"scifact": 0.66, "nfcorpus": 0.32})
 PRODUCTION = _metrics({"scifact": 0.69, "nfcorpus": 0.34}, {"scifact": 0.66, "nfcorpus": 0.32})
 INDEX = {"mean_active_terms_doc": 120.0, "bytes_per_doc_dense": 1536, "bytes_per_doc_sparse": 900}
-BENCH = {"modes": {"uni": {"p50_ms": 4.0, "p95_ms": 20.0}, "bm25": {"p50_ms": 3.0, "p95_ms": 6.0}}}
+BENCH = {"modes": {"uni": {"p50_ms": 4.0, "p95_ms": 20.0}, "bm25": {"p50_ms": 3.0, "p95_ms": 6.0}},
+         "vs_production": {"p50_vs_production": 1.02, "p95_vs_production": 0.97}}
 
 
 def _cfg(**kw) -> GateConfig:
@@ -46,11 +47,13 @@ def _by(decision, name, dataset=None):
 
 
 def test_good_candidate_passes_every_check():
-    decision = decide(_cfg(max_latency_ratio_bm25=1.5), _inputs())
+    decision = decide(_cfg(max_latency_ratio_bm25=1.5, max_latency_p50_vs_production=1.25,
+                           max_latency_p95_vs_production=1.5), _inputs())
     assert decision.passed, decision.reasons()
     assert {c.status for c in decision.checks} == {"pass"}
     names = {c.name for c in decision.checks}
     assert {"min_score", "beats_baseline", "no_regression", "sparsity_min", "sparsity_max", "latency_p95_ms",
+            "latency_p50_vs_production", "latency_p95_vs_production",
             "index_bytes_per_doc_dense", "index_bytes_per_doc_sparse"} <= names
     out = decision.to_dict()
     assert out["passed"] is True and out["production"] == "v1" and out["candidate"] == "uni"

@@ -114,3 +114,27 @@ def test_fusion_config_cuts_bm25_at_its_own_depth():
     assert [cfg.depth_of(r) for r in ("dense", "lexical", "bm25")] == [1000, 1000, 100]
     with pytest.raises(ConfigError, match="bm25_depth"):
         build(FusionConfig, {"bm25_depth": 0}, "fusion")
+
+
+def test_fixed_depths_head_the_list_and_a_deeper_k_continues_it():
+    """hybrid_fast's cut fuses the head whatever k; asked deeper than every cut, the list goes on with
+    the fusion of the runs taken to k, scored below the head (issue 58: recall at depth)."""
+    lex = {"q1": {f"l{i}": 10.0 - i for i in range(6)}}
+    den = {"q1": {f"d{i}": 1.0 - i / 10 for i in range(6)} | {"l5": 0.05}}
+    batch = QueryBatch(ids=["q1"], texts=["unused"])
+    parts = [FixedRun(lex, "lexical"), FixedRun(den, "dense")]
+    fast = FusionSearcher(parts, "hybrid", depth=2, weights=[0.5, 0.5], fixed_depths=True)
+    head = fast.search_batch(batch, 2)["q1"]
+    assert head == interpolate([{"q1": {"l0": 10.0, "l1": 9.0}}, {"q1": {"d0": 1.0, "d1": 0.9}}], [0.5, 0.5], 2)["q1"]
+    deep = fast.search_batch(batch, 10)["q1"]
+    assert len(deep) == 10  # 12 documents exist; the cut alone has 4
+    assert list(deep)[:4] == list(fast.search_batch(batch, 4)["q1"])  # the head is unchanged
+    assert {d: deep[d] for d in list(deep)[:4]} == pytest.approx(fast.search_batch(batch, 4)["q1"])
+    scores = list(deep.values())
+    assert scores == sorted(scores, reverse=True) and scores[4] < scores[3]
+    # the tail keeps the order of the fusion of whole runs
+    whole = [d for d in interpolate([lex, den], [0.5, 0.5])["q1"] if d not in list(deep)[:4]]
+    assert list(deep)[4:] == whole[:6]
+    # without fixed depths nothing changes: every run taken to k, one fusion
+    free = FusionSearcher(parts, "hybrid", depth=2, weights=[0.5, 0.5]).search_batch(batch, 10)
+    assert free == interpolate([lex, den], [0.5, 0.5], 10)

@@ -21,14 +21,16 @@ def parts(encoded_slice):
 
 
 @pytest.mark.parametrize("method", ["hybrid", "rrf"])
-@pytest.mark.parametrize("depth", [5, 40])
-def test_array_fusion_equals_dict_fusion(encoded_slice, parts, method, depth):
-    on_arrays = FusionSearcher(parts, method, depth=depth, alpha=0.3)
-    on_dicts = FusionSearcher(parts, method, depth=depth, alpha=0.3)
+@pytest.mark.parametrize(("depth", "fixed"), [(5, False), (40, False), (5, True)])
+def test_array_fusion_equals_dict_fusion(encoded_slice, parts, method, depth, fixed):
+    """fixed: hybrid_fast's fixed cut with a k beyond it, the head fused at the cut and the tail deeper."""
+    on_arrays = FusionSearcher(parts, method, depth=depth, alpha=0.3, fixed_depths=fixed)
+    on_dicts = FusionSearcher(parts, method, depth=depth, alpha=0.3, fixed_depths=fixed)
     on_dicts.on_arrays = False
     assert on_arrays.on_arrays
     got = on_arrays.search_batch(encoded_slice.batch, 10)
     want = on_dicts.search_batch(encoded_slice.batch, 10)
+    assert all(len(hits) == 10 for hits in got.values())
     assert set(got) == set(want) == set(encoded_slice.batch.ids)
     for qid in want:
         assert list(got[qid].items()) == list(want[qid].items())  # exact: same arithmetic, same order

@@ -56,7 +56,7 @@ def test_mode_defaults_to_the_configured_one(served):
         ({"query": ""}, 422, "query"),
         ({"query": "   "}, 422, "non-whitespace"),
         ({"query": "cells", "k": 0}, 422, "k:"),
-        ({"query": "cells", "k": 101}, 422, "less than or equal to 100"),
+        ({"query": "cells", "k": 1001}, 422, "less than or equal to 1000"),
         ({"query": "cells", "k": "ten"}, 422, "k:"),
         ({"query": "x" * 1001}, 422, "query"),
         ({"query": "cells", "mode": "telepathy"}, 400, "this bundle offers"),

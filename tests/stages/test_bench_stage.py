@@ -57,6 +57,9 @@ def test_bench_stage_measures_the_served_mode_sizes_and_http(benched):
     assert http["mode"] == "uni" and set(http["levels"]) == {"1", "4"}
     assert all(level["failed"] == 0 and level["n"] > 0 for level in http["levels"].values())
     assert metrics["sections_failed"] == [] and metrics["http_clients"] == 4
+    # a cold start (empty registry): nothing to time the candidate beside
+    assert bench["vs_production"] == {"skipped": "no production bundle (cold start): nothing to compare with"}
+    assert metrics["p50_vs_production"] is None
 
 
 def test_gate_passes_within_budget_and_blocks_a_slow_or_oversized_candidate(benched):

@@ -46,6 +46,11 @@ class GateConfig:
     max_latency_p95_ms: float | None = 500.0
     # the served mode's p50 over BM25's p50 in the same bench run, query encoding included
     max_latency_ratio_bm25: float | None = 3.0  # why: E44
+    # the served mode's p50 and p95 over production's bundle's, timed query by query in the bench
+    # stage (bench.stage.production_rounds); None: off (params.yaml turns it on); a cold start has
+    # nothing to compare with
+    max_latency_p50_vs_production: float | None = None
+    max_latency_p95_vs_production: float | None = None
     latency_mode: str | None = None  # bench mode to budget; None: the candidate's mode ("a/b" -> "b")
     max_bytes_per_doc_dense: float | None = 4096.0
     max_bytes_per_doc_sparse: float | None = 16384.0
@@ -66,8 +71,9 @@ class GateConfig:
                 raise ValueError(f"{name} must be >= 0, got {value}")
         if self.regression_resamples < 100:
             raise ValueError(f"regression_resamples must be >= 100, got {self.regression_resamples}")
-        if self.max_latency_ratio_bm25 is not None and self.max_latency_ratio_bm25 <= 0:
-            raise ValueError(f"max_latency_ratio_bm25 must be positive or null, got {self.max_latency_ratio_bm25}")
+        for name in ("max_latency_ratio_bm25", "max_latency_p50_vs_production", "max_latency_p95_vs_production"):
+            if getattr(self, name) is not None and getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive or null, got {getattr(self, name)}")
         lo, hi = self.min_active_terms_doc, self.max_active_terms_doc
         if lo is not None and hi is not None and lo > hi:
             raise ValueError(f"min_active_terms_doc ({lo}) > max_active_terms_doc ({hi})")

@@ -15,7 +15,7 @@ class ServeConfig:
 
     host: str = "127.0.0.1"  # loopback by default: exposing the server is a deliberate choice
     port: int = 8000
-    max_k: int = 100  # largest k a /search request may ask for
+    max_k: int = 1000  # largest k a /search request may ask for (a reranker reads up to 1,000)
     default_k: int = 10
     max_query_chars: int = 1000
     max_body_bytes: int = 16_384  # bodies above this are refused with 413 before JSON parsing
@@ -160,13 +160,16 @@ class BenchStageConfig:
     encode_queries: int = 50  # batch-1 query encodings with the serving (ONNX) encoder; no torch
     sections: list[str] = field(default_factory=lambda: ["modes", "encoders", "sizes", "http"])
     http: HttpBenchConfig  # params.yaml bench.stage.http: shorter than bench.http
+    # rounds of the served mode timed beside production's bundle, query by query (the gate's
+    # latency-vs-production rule; 0: not timed)
+    production_rounds: int = 3
 
     def validate(self) -> None:
         known = {"modes", "encoders", "sizes", "top_n", "http", "growth"}
         if unknown := sorted(set(self.sections) - known):
             raise ValueError(f"sections: unknown {unknown}; known: {sorted(known)}")
-        if self.max_queries <= 0 or self.encode_queries <= 0 or self.warmup_queries < 0:
-            raise ValueError("max_queries and encode_queries must be positive, warmup_queries >= 0")
+        if self.max_queries <= 0 or self.encode_queries <= 0 or self.warmup_queries < 0 or self.production_rounds < 0:
+            raise ValueError("max_queries and encode_queries must be positive, warmup_queries and production_rounds >= 0")
 
 
 @dataclass(kw_only=True)

@@ -353,6 +353,30 @@ def _latency_gap(bench: dict[str, Any] | None, mode: str, absent: str | None) ->
     return bench_gap(bench, "modes", absent, f"served mode {mode!r} missing from the bench figures (modes: {have or 'none'})")
 
 
+def production_latency_checks(cfg: GateConfig, bench: dict[str, Any] | None, mode: str, absent: str | None,
+                              production: str | None) -> list[Check]:
+    """The served mode's p50 and p95 over production's (version `production`; None: a cold start, which
+    skips them), from the bench stage's side-by-side timing (bench.json "vs_production"). With a
+    production, a timing that is missing or failed blocks (a budget that cannot be measured must not
+    let a candidate by)."""
+    side = (bench or {}).get("vs_production")
+    checks = []
+    for stat, bound in (("p50", cfg.max_latency_p50_vs_production), ("p95", cfg.max_latency_p95_vs_production)):
+        name, what = f"latency_{stat}_vs_production", f"{stat} latency of mode {mode!r} / production's (side by side)"
+        if production is None and bound is not None:
+            checks.append(_skip(name, None, "no production bundle (cold start): nothing to compare with", bound))
+            continue
+        value = side.get(f"{stat}_vs_production") if isinstance(side, dict) else None
+        gap = None
+        if value is None:
+            gap = (absent or "bench stage output absent") if bench is None else (
+                f"bench: {side['failed']}" if isinstance(side, dict) and side.get("failed")
+                else "bench figures lack the side-by-side timing with production (bench.stage.production_rounds 0?)")
+        checks.append(_bounded(name, None if value is None else float(value), bound, True, what, "bench", gap,
+                               required=True))
+    return checks
+
+
 def budget_checks(cfg: GateConfig, inputs: GateInputs) -> list[Check]:
     """Latency (bench stage) and index-size (bundle metrics, else bench) budgets; a configured budget
     that neither can answer fails with the reason."""
@@ -369,6 +393,8 @@ def budget_checks(cfg: GateConfig, inputs: GateInputs) -> list[Check]:
     checks.append(_bounded("latency_p50_vs_bm25", None if ratio is None else round(ratio, 3), cfg.max_latency_ratio_bm25,
                            True, f"p50 latency of mode {mode!r} / p50 of bm25 (same bench run)", "bench", ratio_gap,
                            required=True))
+    checks.extend(production_latency_checks(cfg, inputs.bench, mode, bench_absent,
+                                            inputs.production.version if inputs.production else None))
     for kind, bound in (("dense", cfg.max_bytes_per_doc_dense), ("sparse", cfg.max_bytes_per_doc_sparse)):
         key = f"bytes_per_doc_{kind}"
         value, source = None, "index bundle"

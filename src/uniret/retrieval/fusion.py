@@ -5,6 +5,11 @@
   (alpha, 1 - alpha); with more, equal.
 - RRF (Cormack et al. 2009): score = sum_i 1 / (k + rank_i(d)), rank starting at 1; a document
   missing from a run gets nothing from it.
+
+A fusion with fixed depths (hybrid_fast: its cut is its latency budget) asked for more documents
+than its cut fuses the cut as always for the head of its list, then continues it with the same
+fusion of the runs taken to k (`extend_below`): the head, and so nDCG@10, is unchanged, and a
+reranker reading the top 1,000 gets 1,000 documents (issue 58: recall@1000 was below BM25's).
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from uniret.retrieval import kernels
 from uniret.retrieval.base import QueryBatch, Searcher
 from uniret.retrieval.feedback import feedback_key
 from uniret.retrieval.ranking import hits_dict, tie_ranks, top_k_ranked
+
+TAIL_GAP = 1e-6  # a deep list's tail starts this far below its head's lowest score
 
 
 def minmax(scores: dict[str, float]) -> dict[str, float]:
@@ -43,6 +50,22 @@ def interpolate(runs: Sequence[Run], weights: Sequence[float], k: int | None = N
                 fused[did] = fused.get(did, 0.0) + weight * s
         out[qid] = dict(ranked(fused, k))
     return out
+
+
+def extend_below(head: dict[str, float], tail: dict[str, float], k: int) -> dict[str, float]:
+    """`head` (doc -> score, best first) continued to k documents by `tail`'s others, in `tail`'s
+    order, their scores shifted below the head's lowest so that the list stays sorted (a tail score
+    compares with other tail scores only)."""
+    rest = [(d, s) for d, s in ranked(tail) if d not in head][: max(k - len(head), 0)]
+    if not rest:
+        return dict(head)
+    shift = min(head.values(), default=rest[0][1]) - rest[0][1] - TAIL_GAP
+    return {**head, **{d: s + shift for d, s in rest}}
+
+
+def _cut(run: Run, depth: int) -> Run:
+    """Each query's best `depth` documents of `run`."""
+    return {qid: dict(ranked(hits, depth)) for qid, hits in run.items()}
 
 
 def reciprocal_rank(runs: Sequence[Run], rrf_k: int, k: int | None = None) -> Run:
@@ -113,18 +136,42 @@ class FusionSearcher(Searcher):
 
     def search_batch(self, batch: QueryBatch, k: int) -> Run:
         # each run to its own depth, so a fused top-10 is the prefix of the fused top-1000 that
-        # evaluation scores; only when no run reaches k are they all taken to k (unless the depths
-        # are fixed: hybrid_fast's cut is its latency budget, evaluated as it is served)
-        depths = self.depths if self.fixed_depths or max(self.depths) >= k else [max(d, k) for d in self.depths]
+        # evaluation scores; only when no run reaches k are they all taken to k. Fixed depths
+        # (hybrid_fast's cut is its latency budget): the cut's fusion heads the list whatever k, and
+        # a k beyond every cut continues it with the fusion of the runs taken to k (extend_below)
+        deeper = max(self.depths) < k
+        depths = [max(d, k) for d in self.depths] if deeper else self.depths
+        tail = deeper and self.fixed_depths
         if self.on_arrays:
             hits = self._route_arrays(batch, depths)
-            return {qid: self._fuse_arrays([h[i] for h in hits], k) for i, qid in enumerate(batch.ids)}
+            out = {}
+            for i, qid in enumerate(batch.ids):
+                parts = [h[i] for h in hits]
+                if not tail:
+                    out[qid] = self._fuse_arrays(parts, k)
+                    continue
+                cut = [self._best(rows, scores, d) for (rows, scores), d in zip(parts, self.depths, strict=True)]
+                out[qid] = extend_below(self._fuse_arrays(cut, k), self._fuse_arrays(parts, k), k)
+            return out
         runs = []
         for searcher, depth in zip(self.searchers, depths, strict=True):
             source = self._reads_route(searcher)
             if source is not None:
                 batch.extra[feedback_key(source)] = runs[self.searchers.index(source)]
             runs.append(searcher.search_batch(batch, depth))
+        if not tail:
+            return self._fuse_runs(runs, k)
+        head = self._fuse_runs([_cut(run, d) for run, d in zip(runs, self.depths, strict=True)], k)
+        deep = self._fuse_runs(runs, k)
+        return {qid: extend_below(head.get(qid, {}), deep.get(qid, {}), k) for qid in deep.keys() | head.keys()}
+
+    def _best(self, rows: np.ndarray, scores: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+        """A route's best `depth` hits, in `ranked` order (score, then doc id)."""
+        order = np.lexsort((self.ties[rows], -scores))[:depth]
+        return rows[order], scores[order]
+
+    def _fuse_runs(self, runs: Sequence[Run], k: int) -> Run:
+        """The fusion of whole runs (the dict path)."""
         if self.method == "rrf":
             return reciprocal_rank(runs, self.rrf_k, k)
         return interpolate(runs, self.weights, k)

@@ -14,11 +14,14 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from uniret.bench.report import JSON_FILE
-from uniret.bench.runner import SECTIONS, run_bench
+from uniret.bench.production import beside_production
+from uniret.bench.report import JSON_FILE, write_results
+from uniret.bench.runner import SECTIONS, bench_queries, run_bench
 from uniret.config.serving import BenchConfig
+from uniret.registry.configured import registry_root
 from uniret.registry.gate import latency_mode, resolve_gate_config
 from uniret.registry.integrity import verified_bundle
+from uniret.registry.pointer import read_pointer
 from uniret.runtime import VALIDATED_DATA, StageContext, stage_output
 
 log = logging.getLogger("uniret.bench")
@@ -60,8 +63,28 @@ def summary(result: dict[str, Any], mode: str) -> dict[str, Any]:
         "bytes_per_doc_dense": result.get("bytes_per_doc_dense"),
         "bytes_per_doc_sparse": result.get("bytes_per_doc_sparse"),
         "sections_failed": failed,
+        "p50_vs_production": (result.get("vs_production") or {}).get("p50_vs_production"),
+        "p95_vs_production": (result.get("vs_production") or {}).get("p95_vs_production"),
         "bench_seconds": result.get("seconds"),
     }
+
+
+def _beside_production(ctx: StageContext, bundle: Path, mode: str, queries: dict[str, str], cfg: BenchConfig,
+                       rounds: int) -> dict[str, Any]:
+    """The candidate's `mode` timed beside the production bundle's (verified first); {"skipped": why}
+    on a cold start, and {"failed": why} when production cannot be verified or timed."""
+    root = registry_root(ctx.params)
+    pointer = read_pointer(root) if root.is_dir() else None
+    if pointer is None:
+        return beside_production(bundle, None, None, mode, queries, cfg.k, cfg.threads, cfg.warmup_queries, rounds, None)
+    production = root / pointer["bundle"]
+    try:
+        verified_bundle(production, root, "not timed")
+        return beside_production(bundle.resolve(), production, pointer["version"], mode, queries, cfg.k, cfg.threads,
+                                 cfg.warmup_queries, rounds, ctx.params.section("retrieval"))
+    except Exception as exc:  # recorded, and the gate blocks on the rule it cannot check
+        log.warning("bench: production %s not timed: %s", pointer["version"], exc)
+        return {"failed": f"production {pointer['version']} not timed: {type(exc).__name__}: {exc}"}
 
 
 def run(ctx: StageContext) -> dict[str, Any]:
@@ -75,8 +98,12 @@ def run(ctx: StageContext) -> dict[str, Any]:
     cfg = stage_config(base, mode)
     skip = set(SECTIONS) - set(base.stage.sections)
     with stage_output(ctx, STAGE, sections=["bench"], inputs={"bundle": bundle}) as (out, manifest):
-        result = run_bench(ctx.params, bundle.resolve(), _data_root(ctx, cfg.dataset), out, skip=skip, cfg=cfg,
-                           serving_only=True)
+        data_root = _data_root(ctx, cfg.dataset)
+        result = run_bench(ctx.params, bundle.resolve(), data_root, out, skip=skip, cfg=cfg, serving_only=True)
+        if base.stage.production_rounds:
+            result["vs_production"] = _beside_production(ctx, bundle, mode, bench_queries(data_root, cfg)[0], cfg,
+                                                         base.stage.production_rounds)
+            write_results(result, out)
         manifest["metrics"] = summary(result, mode)
         manifest["outputs"] = {"bench": JSON_FILE}
     log.info("bench: %s", manifest["metrics"])
