@@ -69,6 +69,13 @@ def test_native_bf16_is_read_from_the_cpu_flags(tmp_path):
     assert cpu_flags(str(tmp_path / "missing")) == frozenset()  # not Linux, or unreadable: fp32
 
 
+def test_flags_named_in_the_drop_variable_count_as_absent(tmp_path, monkeypatch):
+    """scripts/avx2_emulation.sh: the code's own bf16 test answers as on a CPU without them."""
+    monkeypatch.setenv("UNIRET_CPU_FLAGS_DROP", "avx512_bf16 amx_bf16")
+    flags = cpu_flags(_cpuinfo(tmp_path, "fpu avx2 avx512f avx512_bf16 amx_bf16"))
+    assert flags == {"fpu", "avx2", "avx512f"} and not flags_have_native_bf16(flags)
+
+
 def test_native_amp_autocasts_only_on_a_native_bf16_cpu(monkeypatch):
     monkeypatch.setattr(device_module, "cpu_has_native_bf16", lambda: True)
     assert plan_device("cpu", "native").autocast_dtype == torch.bfloat16

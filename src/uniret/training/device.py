@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,15 +35,19 @@ class DevicePlan:
 # AMX: Sapphire Rapids). Without them oneDNN converts bf16 to fp32 and autocast only costs time.
 NATIVE_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
 CPUINFO = "/proc/cpuinfo"
+# flags to treat as absent: scripts/avx2_emulation.sh runs the code as on a CPU without them
+FLAGS_DROP_ENV = "UNIRET_CPU_FLAGS_DROP"
 
 
 def cpu_flags(cpuinfo: str = CPUINFO) -> frozenset[str]:
-    """The CPU feature flags /proc/cpuinfo lists (empty where it cannot be read: not Linux)."""
+    """The CPU feature flags /proc/cpuinfo lists, less those named in $UNIRET_CPU_FLAGS_DROP (empty
+    where it cannot be read: not Linux)."""
+    dropped = frozenset(os.environ.get(FLAGS_DROP_ENV, "").split())
     try:
         with open(cpuinfo, encoding="utf-8", errors="replace") as handle:
             for line in handle:
                 if line.startswith("flags"):
-                    return frozenset(line.partition(":")[2].split())
+                    return frozenset(line.partition(":")[2].split()) - dropped
     except OSError:
         pass
     return frozenset()
