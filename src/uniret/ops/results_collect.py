@@ -106,6 +106,8 @@ def demo_record(artifacts: Path, served: str | None = None, demo_seconds: float 
             if isinstance(value, (int, float)):
                 seconds[stage] = round(float(value))
     finished = (artifacts / "evaluate" / MANIFEST).stat().st_mtime
+    promotion = artifacts / "promote" / "promotion.json"  # the version the evaluated bundle was published as
+    published = ((_read_json(promotion).get("pointer") or {}).get("version") if promotion.is_file() else None)
     return {
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(finished)),
         "commit": _git_commit(artifacts.resolve().parent),
@@ -113,6 +115,7 @@ def demo_record(artifacts: Path, served: str | None = None, demo_seconds: float 
         "profile": evaluate.get("profile"),
         "recipe": recipe,
         "served_mode": mode,
+        "bundle": published if isinstance(published, str) else None,  # None: the demo promoted nothing
         "heads": heads,
         "train_dataset": data.get("train_dataset"),
         "datasets": data.get("eval_datasets"),  # the table's column order

@@ -214,10 +214,12 @@ class Tables:
         bench = self.res.bench
         if not bench:
             return "Latency: no `uniret bench` figures in results/bench/."
-        m, q = bench.get("machine") or {}, bench.get("queries") or {}
+        m, q, b = bench.get("machine") or {}, bench.get("queries") or {}, bench.get("bundle") or {}
+        docs = f" over its {b['docs']:,} documents" if isinstance(b.get("docs"), int) else ""
+        same = " (the bundle the quality figures are of)" if b.get("version") and b.get("version") == self.demo.get("bundle") else ""
         return (f"Latency: `uniret bench` of {_when(bench.get('started_at', ''))} on {m.get('cpu_model')} "
-                f"({m.get('cpu_cores_usable')} cores), bundle {(bench.get('bundle') or {}).get('version')}: p50 of "
-                f"{q.get('count')} {q.get('dataset')} {q.get('split')} queries, one at a time, query encoding included.")
+                f"({m.get('cpu_cores_usable')} cores), bundle {b.get('version')}{same}: p50 of "
+                f"{q.get('count')} {q.get('dataset')} {q.get('split')} queries{docs}, one at a time, query encoding included.")
 
     # -- blocks ---------------------------------------------------------------------------------
     def headline(self) -> str:
