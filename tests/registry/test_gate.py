@@ -31,7 +31,8 @@ BENCH = {"modes": {"uni": {"p50_ms": 4.0, "p95_ms": 20.0}, "bm25": {"p50_ms": 3.
 def _cfg(**kw) -> GateConfig:
     base = dict(candidate_system="uni", min_score=0.2, min_score_per_dataset={"scifact": 0.5}, max_regression=0.02,
                 bm25_margin=0.0, min_active_terms_doc=1.0, max_active_terms_doc=1000.0, max_latency_p95_ms=100.0,
-                max_latency_ratio_bm25=None, max_bytes_per_doc_dense=4096.0, max_bytes_per_doc_sparse=4096.0)
+                max_latency_ratio_bm25=None, max_latency_p50_vs_production=None, max_latency_p95_vs_production=None,
+                max_bytes_per_doc_dense=4096.0, max_bytes_per_doc_sparse=4096.0)
     return GateConfig(**{**base, **kw})
 
 

@@ -36,7 +36,8 @@ def _metrics(queries) -> dict:
 def _decide(cand, prod, **cfg):
     config = GateConfig(candidate_system="uni", min_score=0.0, min_score_per_dataset={}, bm25_margin=-1.0,
                         min_active_terms_doc=None, max_active_terms_doc=None, max_latency_p95_ms=None,
-                        max_latency_ratio_bm25=None, max_bytes_per_doc_dense=None, max_bytes_per_doc_sparse=None,
+                        max_latency_ratio_bm25=None, max_latency_p50_vs_production=None,
+                        max_latency_p95_vs_production=None, max_bytes_per_doc_dense=None, max_bytes_per_doc_sparse=None,
                         regression_resamples=2000, **cfg)
     metrics = _metrics(cand)
     metrics["macro"] = {"uni": {"ndcg@10": 0.5}, "bm25": {"ndcg@10": 0.4}}
@@ -105,7 +106,8 @@ def test_missing_per_query_scores_fall_back_to_the_point_rule_with_the_reason():
     prod = _production()
     cand = _candidate(prod, noise=0.05)
     config = GateConfig(candidate_system="uni", min_score=0.0, min_score_per_dataset={}, bm25_margin=-1.0,
-                        max_latency_p95_ms=None, max_latency_ratio_bm25=None, max_bytes_per_doc_dense=None,
+                        max_latency_p95_ms=None, max_latency_ratio_bm25=None, max_latency_p50_vs_production=None,
+                        max_latency_p95_vs_production=None, max_bytes_per_doc_dense=None,
                         max_bytes_per_doc_sparse=None, min_active_terms_doc=None, max_active_terms_doc=None)
     production = ProductionRef("v1", _metrics(prod), "uni", kind="stored", queries=None,
                                no_queries="production v1's per-query scores unreadable: gone")

@@ -19,7 +19,8 @@ from uniret.stages import promote as promote_stage
 
 GATE = {"candidate_system": "uni", "min_score": 0.1, "min_score_per_dataset": {"scifact": 0.5},
         "max_regression": 0.01, "bm25_margin": 0.0, "min_active_terms_doc": 1.0, "max_active_terms_doc": 1000.0,
-        "max_latency_p95_ms": 100.0, "max_latency_ratio_bm25": None, "profiles": {},
+        "max_latency_p95_ms": 100.0, "max_latency_ratio_bm25": None, "max_latency_p50_vs_production": None,
+        "max_latency_p95_vs_production": None, "profiles": {},
         "max_bytes_per_doc_dense": None, "max_bytes_per_doc_sparse": None}  # (the defaults are params.yaml's)
 
 

@@ -47,10 +47,10 @@ class GateConfig:
     # the served mode's p50 over BM25's p50 in the same bench run, query encoding included
     max_latency_ratio_bm25: float | None = 3.0  # why: E44
     # the served mode's p50 and p95 over production's bundle's, timed query by query in the bench
-    # stage (bench.stage.production_rounds); None: off (params.yaml turns it on); a cold start has
-    # nothing to compare with
-    max_latency_p50_vs_production: float | None = None
-    max_latency_p95_vs_production: float | None = None
+    # stage (bench.stage.production_rounds); None: off; a cold start has nothing to compare with.
+    # Two timings of one bundle land within 1.004-1.025 of each other (why these margins: E65)
+    max_latency_p50_vs_production: float | None = 1.25
+    max_latency_p95_vs_production: float | None = 1.5
     latency_mode: str | None = None  # bench mode to budget; None: the candidate's mode ("a/b" -> "b")
     max_bytes_per_doc_dense: float | None = 4096.0
     max_bytes_per_doc_sparse: float | None = 16384.0
