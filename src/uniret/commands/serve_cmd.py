@@ -33,6 +33,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from uniret.serving.app import create_app
+    from uniret.serving.tcp import NoDelayHttpProtocol
 
     spec = {k: getattr(args, k) for k in ("params", "profile", "registry", "bundle", "host", "port", "workers", "modes",
                                           "engine", "uri")}
@@ -43,7 +44,8 @@ def _serve(args: argparse.Namespace) -> int:
     engine = f", index structures in Milvus {settings.milvus.uri}" if settings.engine == "milvus" else ""
     print(f"uniret serve: {settings.source.describe()}{engine} on http://{cfg.host}:{cfg.port} ({cfg.workers} worker(s))",
           flush=True)
-    common = {"host": cfg.host, "port": cfg.port, "log_level": cfg.log_level}
+    # Nagle's algorithm off on every connection, which uvicorn's own socket for several workers leaves on (E66)
+    common = {"host": cfg.host, "port": cfg.port, "log_level": cfg.log_level, "http": NoDelayHttpProtocol}
     if cfg.workers > 1:
         os.environ[SETTINGS_ENV] = json.dumps(spec)
         uvicorn.run("uniret.commands.serve_cmd:app_from_env", factory=True, workers=cfg.workers, **common)
