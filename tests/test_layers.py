@@ -27,6 +27,9 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     ("domain", frozenset({
         "lexical", "models", "losses", "training", "tracking", "retrieval", "export", "evaluation",
         "registry", "serving", "bench", "milvus",
+        "feedback",  # the feedback stage's logic: UBI span window, GX ingestion, pairs and judgments
+        "simulation",  # simulated users on the real server (uniret simulate)
+        "ubi",  # serving logs in the UBI shape: records, day spans, the background writer, retention, forget
     })),
     ("stages", frozenset({"stages"})),  # one module per DAG stage
     ("entry", frozenset({"cli", "__main__", "commands", "kubeflow", "ops"})),  # what users and schedulers run

@@ -28,6 +28,7 @@ COMMAND_MODULES = [
     "uniret.commands.significance_cmd",
     "uniret.commands.results_cmd",
     "uniret.commands.gate_study_cmd",
+    "uniret.commands.simulate_cmd",
 ]
 
 # stages run by the command of the same name with --stage (`uniret bench --stage`): the command
@@ -36,7 +37,7 @@ COMMAND_STAGES = {"bench"}
 
 
 # Stage subcommands with flags of their own: module -> it defines `extend_parser(parser)`.
-STAGE_EXTENSIONS = {"evaluate": "uniret.commands.evaluate_cmd"}
+STAGE_EXTENSIONS = {"evaluate": "uniret.commands.evaluate_cmd", "feedback": "uniret.commands.feedback_cmd"}
 
 
 def add_common_args(p: argparse.ArgumentParser) -> None:

@@ -29,7 +29,8 @@ def _params(base: Params, tmp_path, rescore: str) -> Params:
     # quality and budgets out of the way: this test is about which production scores are compared
     raw["gate"].update(candidate_system=SYSTEM, rescore_production=rescore, min_score=0.0,
                        min_score_per_dataset={}, bm25_margin=-1.0, max_regression=0.01,
-                       max_latency_p95_ms=None, max_latency_ratio_bm25=None, max_bytes_per_doc_dense=None,
+                       max_latency_p95_ms=None, max_latency_ratio_bm25=None, max_latency_p50_vs_production=None,
+                       max_latency_p95_vs_production=None, max_bytes_per_doc_dense=None,
                        max_bytes_per_doc_sparse=None,
                        profiles={})
     raw["registry"] = {"root": str(tmp_path / "registry"), "dvc_push": False}

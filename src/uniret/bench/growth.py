@@ -19,6 +19,7 @@ import gc
 import itertools
 import logging
 import math
+import os
 import resource
 import shutil
 import time
@@ -32,6 +33,7 @@ from uniret.bench.stats import latency_summary
 from uniret.bench.synthetic import RealCorpus, SyntheticCorpus, shape_statistics
 from uniret.config.retrieval import PruningConfig
 from uniret.config.serving import GrowthConfig
+from uniret.core.errors import ConfigError
 from uniret.core.runs import ranked
 from uniret.retrieval.dense import DenseSearcher, doc_vectors, load_faiss_index
 from uniret.retrieval.faiss_loader import faiss
@@ -270,11 +272,28 @@ def _share_sweep(forms: ServedForms, queries: dict[str, str], runs: dict, cfg: G
     return out
 
 
+def check_fits_in_memory(real: RealCorpus, sizes: list[int]) -> None:
+    """ConfigError before anything is built when the largest size cannot fit in this machine's RAM.
+
+    The bound is a floor (one copy of the dense vectors, the documents' mean sparse entries and words):
+    a size above it can never run, so it is refused instead of dying in an allocation."""
+    docs = max(1, int(real.vectors.shape[0]))
+    per_doc = (real.vectors.nbytes + real.impacts.data.nbytes + real.impacts.indices.nbytes
+               + real.words.nbytes) / docs
+    ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    largest = max(sizes)
+    if largest * per_doc > ram:
+        raise ConfigError(f"params bench.growth.sizes: {largest:,} documents need at least "
+                          f"{largest * per_doc / 2**30:,.1f} GiB ({per_doc:,.0f} bytes per document), more than "
+                          f"this machine's {ram / 2**30:,.1f} GiB of RAM; choose smaller sizes")
+
+
 def growth_curve(bundle, queries: dict[str, str], cfg: GrowthConfig, out_dir: Path, data_root: Path,
                  pruning: PruningConfig) -> dict:
     """Rows per corpus size (see the module doc) and growth.png in `out_dir`; `pruning`: the current
     params' switch (which form is served at each size)."""
     real = real_corpus(bundle, data_root)
+    check_fits_in_memory(real, cfg.sizes)
     picked = dict(list(queries.items())[: cfg.queries])
     rows = []
     for n in cfg.sizes:

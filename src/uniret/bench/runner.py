@@ -211,7 +211,8 @@ def run_from_args(args: argparse.Namespace) -> int:
     else:
         bundle = default_bundle(params, args.artifacts)
     data_root = resolve_data_root(args.data, params.section("data").root)
-    out_dir = check_output_folder(Path(args.out) if args.out else resolve_path(params, cfg.out_dir))
+    out_dir = check_output_folder(Path(args.out) if args.out else resolve_path(params, cfg.out_dir),
+                                  data_roots=(data_root,))
     from uniret.registry.configured import registry_root
     from uniret.registry.integrity import verified_bundle
 

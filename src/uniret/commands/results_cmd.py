@@ -27,7 +27,8 @@ def _collect(args: argparse.Namespace) -> int:
 def _render(args: argparse.Namespace) -> int:
     from uniret.ops.results_table import render_blocks, stale, write
 
-    blocks = render_blocks(Path(args.results), args.metric)
+    # writing needs every input: a missing bench.json must not blank the committed p50 column
+    blocks = render_blocks(Path(args.results), args.metric, require_bench=args.write)
     repo = Path(args.repo)
     if args.write:
         changed = write(repo, blocks)

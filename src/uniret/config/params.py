@@ -38,6 +38,8 @@ DEFAULT_PROFILE = "cpu"
 SECTIONS: dict[str, str] = {
     "data": "uniret.config.sections:DataConfig",
     "validate": "uniret.config.sections:ValidateConfig",
+    "feedback": "uniret.config.feedback:FeedbackConfig",
+    "simulate": "uniret.config.simulation:SimulateConfig",
     "bm25": "uniret.config.sections:Bm25Config",
     "evaluate": "uniret.config.sections:EvaluateConfig",
     "retrieval": "uniret.config.retrieval:RetrievalConfig",
@@ -46,6 +48,7 @@ SECTIONS: dict[str, str] = {
     "registry": "uniret.config.registry:RegistryConfig",
     "report": "uniret.config.report:ReportConfig",
     "nightly": "uniret.config.nightly:NightlyConfig",
+    "notify": "uniret.config.notify:NotifyConfig",
     "pipeline": "uniret.config.pipeline:PipelineConfig",
     "model": "uniret.config.models:ModelSection",
     "losses": "uniret.config.models:LossSection",

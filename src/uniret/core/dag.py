@@ -4,6 +4,8 @@
 # bench measures the candidate bundle for the gate.
 STAGE_HELP = {
     "validate": "great-expectations checks (and drift) on every dataset in use; writes validated snapshots",
+    "feedback": "UBI serving logs -> validated clicks (rejects with reasons), position propensities, "
+                "IPS-weighted training pairs (days t-N..t-1) and click judgments (day t held out)",
     "bm25": "Lucene BM25 index, runs on every eval set, BM25 negatives for training queries",
     "warmup": "first training stage: the recipe's objective on BM25 negatives",
     "mine": "hard negatives from the warmup model's dense and lexical rankings",

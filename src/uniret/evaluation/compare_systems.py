@@ -8,6 +8,7 @@ columns of metrics.md average), B - A with its bootstrap interval. Used by `unir
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -36,6 +37,12 @@ def read_per_query(evaluated: Path, system: str, dataset: str, metric: str) -> d
         there = sorted(rows[missing[0]]) if isinstance(rows[missing[0]], dict) else []
         raise DataError(DataProblem(path, None, f"{missing[0]}.{metric}",
                                     f"query {missing[0]!r} has no {metric!r} (metrics there: {there})"))
+    for q, values in rows.items():
+        value = values[metric]
+        # a string or a bool where a score belongs is damage, not a number to coerce
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise DataError(DataProblem(path, None, f"{q}.{metric}", f"query {q!r}: {metric} must be a finite "
+                                        f"number, got {type(value).__name__} {value!r:.40}"))
     return {q: float(values[metric]) for q, values in rows.items()}
 
 

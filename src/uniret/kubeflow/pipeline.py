@@ -1,7 +1,7 @@
 """The retraining DAG as a Kubeflow pipeline (pipelines/retrain.py compiles it to retrain.yaml).
 
-validate -> bm25 -> warmup -> mine -> reranker -> continual -> distill -> index -> evaluate
--> gate -> dsl.If(passed) -> promote, with report after evaluate (and after gate, whose
+validate -> feedback -> bm25 -> warmup -> mine -> reranker -> continual -> distill -> index -> bench
+-> evaluate -> gate -> dsl.If(passed) -> promote, with report after evaluate (and after gate, whose
 decision it reads): the chain is uniret.stages.STAGES in order. Any ordered subset of the
 stages can be assembled (e.g. validate -> bm25 -> evaluate), so a prefix of the DAG runs alone.
 Stages share outputs through the workdir; each task also passes its manifest artifact to the

@@ -38,7 +38,8 @@ from uniret.config.sections import Bm25Config
 from uniret.core.errors import EngineError
 from uniret.milvus.catalog import Catalog
 from uniret.milvus.client import engine_error
-from uniret.utils.files import hash_path
+from uniret.registry.integrity import SUMS, read_checksums
+from uniret.utils.files import hash_path, sha256_file
 
 if TYPE_CHECKING:  # the export itself needs no retrieval code (numpy arrays in, Milvus rows out)
     from uniret.retrieval.modes import CorpusIndex
@@ -92,11 +93,36 @@ def terms_hash(terms: list[str]) -> str:
     return hashlib.sha256("\n".join(terms).encode()).hexdigest()[:16]
 
 
+# bundle files that do not change what is exported: the manifest (a published copy adds its version)
+# and the evaluation scores attached at promotion
+_NOT_EXPORTED = ("manifest.json", SUMS)
+_NOT_EXPORTED_DIRS = ("evaluation/",)
+
+
+def content_fingerprint(bundle_dir: Path) -> str:
+    """sha256 over the checksums of the bundle files an export reads: from its SHA256SUMS when it has
+    them (the export command verified them first), else hashed here. Two bundles with the same
+    fingerprint export the same rows; a damaged copy never matches the genuine bundle."""
+    bundle_dir = Path(bundle_dir)
+    if (bundle_dir / SUMS).is_file():
+        sums = read_checksums(bundle_dir)
+    else:
+        sums = {p.relative_to(bundle_dir).as_posix(): sha256_file(p) for p in bundle_dir.rglob("*") if p.is_file()}
+    lines = [f"{digest}  {rel}\n" for rel, digest in sorted(sums.items())
+             if rel not in _NOT_EXPORTED and not rel.startswith(_NOT_EXPORTED_DIRS)]
+    return hashlib.sha256("".join(lines).encode()).hexdigest()
+
+
 def bundle_identity(bundle_dir: Path, manifest: dict[str, Any]) -> dict[str, Any]:
-    """{"bundle_hash", "bundle_version"}: a published bundle carries the content hash it was published
-    under (registry.bundles), an index-stage bundle is hashed (the same hash promotion records)."""
-    content = manifest.get("bundle_hash") or hash_path(bundle_dir)
-    return {"bundle_hash": content, "bundle_version": manifest.get("version") or bundle_dir.name}
+    """{"bundle_hash", "bundle_version", "content"}: a published bundle carries the content hash it was
+    published under (registry.bundles), an index-stage bundle is hashed (the same hash promotion records).
+    The manifest's hash is taken only from a bundle with checksums (verified by the export command):
+    a bundle without them is named by its own files, so a hand-made copy of a genuine bundle's
+    manifest cannot take the genuine collection's name. `content` is content_fingerprint."""
+    claimed = manifest.get("bundle_hash") if (Path(bundle_dir) / SUMS).is_file() else None
+    content = claimed or hash_path(bundle_dir)
+    return {"bundle_hash": content, "bundle_version": manifest.get("version") or bundle_dir.name,
+            "content": content_fingerprint(bundle_dir)}
 
 
 def collection_name(cfg: MilvusConfig, bundle_hash: str, dense_type: str) -> str:
@@ -170,9 +196,13 @@ class Exporter:
         record = self.catalog.export_record(name)
         if record is None or not self.client.has_collection(name):
             return None
-        if record.get("bundle_hash") != identity.get("bundle_hash"):
+        # the files' content decides, not the name: a record of other content (a damaged copy that
+        # claimed this name) is refused; records from before the fingerprint carry no "content"
+        other_content = "content" in record and record.get("content") != identity.get("content")
+        if record.get("bundle_hash") != identity.get("bundle_hash") or other_content:
             raise EngineError(f"{name}: this collection holds bundle {record.get('bundle_version')!r} "
-                              f"(content {str(record.get('bundle_hash'))[:12]}), not {identity.get('bundle_version')!r}; "
+                              f"(content {str(record.get('content') or record.get('bundle_hash'))[:12]}), not "
+                              f"{identity.get('bundle_version')!r} (content {str(identity.get('content'))[:12]}); "
                               "drop it or choose another milvus.collection_prefix")
         return record
 

@@ -94,7 +94,8 @@ def open_collection(client, cfg, name: str, docids: list[str], expect: dict[str,
                           "midway?); re-run `uniret export milvus`, which rebuilds it")
     theirs = f"bundle {record.get('bundle_version')!r} (dim {record.get('dense_dim')}, {record.get('num_docs')} docs)"
     ours = f"bundle {expect.get('bundle_version')!r} (dim {expect.get('dense_dim')}, {len(docids)} docs)"
-    if record.get("bundle_hash") != expect.get("bundle_hash"):
+    other_content = "content" in record and expect.get("content") is not None and record["content"] != expect["content"]
+    if record.get("bundle_hash") != expect.get("bundle_hash") or other_content:
         raise EngineError(f"{name}: holds {theirs}, not this {ours}: another bundle's export")
     dim_differs = expect.get("dense_dim") is not None and record.get("dense_dim") != expect["dense_dim"]
     if record.get("num_docs") != len(docids) or dim_differs:

@@ -49,17 +49,39 @@ def add_candidate(root: Path, name: str, kind: str, what: str, evaluated: Path, 
     """Copy `system`'s per-query `metric` from an evaluate output into root/runs/<name>/ and list it."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    metrics = read_json(evaluated / "metrics.json")
-    datasets = sorted(metrics.get("datasets") or {})
-    if not datasets:
-        raise DataError(DataProblem(evaluated / "metrics.json", None, "datasets", "no evaluated datasets"))
-    for dataset in datasets:
-        atomic_write_json(root / RUNS / name / f"{dataset}.json", read_per_query(evaluated, system, dataset, metric))
+    # the name becomes one folder under root/runs: nothing that climbs out of root or hides
+    if not name or name in (".", "..") or name.startswith(".") or "/" in name or "\\" in name:
+        raise DataError(DataProblem(root / RUNS, None, "name", f"{name!r} is not one folder name here "
+                                    "(no '/', no leading '.'); nothing was written"))
     path = root / CANDIDATES
     listed = read_json(path) if path.is_file() else {}
+    if not isinstance(listed, dict):
+        raise DataError(DataProblem(path, None, None, "expected {name: {kind, what, system, metric}}"))
+    if name in listed or (root / RUNS / name).exists():
+        raise DataError(DataProblem(path, None, name, f"candidate {name!r} already exists ({root / RUNS / name}); "
+                                    "committed candidates are not replaced: choose another name; nothing was written"))
+    metrics = read_json(evaluated / "metrics.json")
+    datasets = sorted(metrics.get("datasets") or {}) if isinstance(metrics, dict) else []
+    if not datasets:
+        raise DataError(DataProblem(evaluated / "metrics.json", None, "datasets", "no evaluated datasets"))
+    # every file read and checked before the first is written: a refusal leaves no orphan folder
+    scores = {dataset: read_per_query(evaluated, system, dataset, metric) for dataset in datasets}
+    for dataset, rows in scores.items():
+        atomic_write_json(root / RUNS / name / f"{dataset}.json", rows)
     listed[name] = {"kind": kind, "what": what, "system": system, "metric": metric}
     atomic_write_json(path, dict(sorted(listed.items())))
     return listed[name]
+
+
+def _numbers(path: Path) -> dict[str, float]:
+    """{query: value} of one raw per-query file; DataError naming the file and query for a non-number."""
+    rows = read_json(path)
+    if not isinstance(rows, dict):
+        raise DataError(DataProblem(path, None, None, "expected {query: number}"))
+    for query, value in rows.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise DataError(DataProblem(path, None, query, f"must be a finite number, got {value!r:.40}"))
+    return {q: float(v) for q, v in rows.items()}
 
 
 def load_candidates(root: Path) -> tuple[dict[str, dict], dict[str, dict[str, dict[str, float]]]]:
@@ -76,7 +98,7 @@ def load_candidates(root: Path) -> tuple[dict[str, dict], dict[str, dict[str, di
         files = sorted(folder.glob("*.json"))
         if not files:
             raise FileNotFoundError(f"{folder}: no per-query files of candidate {name!r}")
-        scores[name] = {f.stem: {q: float(v) for q, v in read_json(f).items()} for f in files}
+        scores[name] = {f.stem: _numbers(f) for f in files}
     return listed, scores
 
 

@@ -19,6 +19,9 @@ from uniret.config.nightly import NightlyConfig
 from uniret.config.paths import params_dir, resolve_path
 from uniret.core.errors import StageFailed
 from uniret.core.jsonio import read_json
+from uniret.ops.nightly_codes import EXIT_BLOCKED, EXIT_FAILED, EXIT_LOCKED, EXIT_PROMOTED  # noqa: F401 - the CLI's codes
+from uniret.ops.nightly_metrics import record_outcome
+from uniret.ops.nightly_notify import notify_outcome
 from uniret.runtime import ARTIFACTS_ENV, StageContext
 from uniret.stages import run_stage
 from uniret.stages.gate import DECISION_JSON
@@ -28,10 +31,6 @@ from uniret.utils.parent_watch import NIGHTLY_PID_ENV, die_with_parent
 
 log = logging.getLogger("uniret.ops")
 
-EXIT_PROMOTED = 0
-EXIT_FAILED = 1
-EXIT_BLOCKED = 3
-EXIT_LOCKED = 75  # EX_TEMPFAIL (sysexits.h): try again later
 DVC_ARTIFACTS = "artifacts"  # where dvc.yaml puts every stage's outs, relative to the project
 
 
@@ -150,4 +149,15 @@ def run_nightly(ctx: StageContext, cfg: NightlyConfig, lock_file: str | None = N
     except LockHeld as exc:
         return NightlyOutcome(EXIT_LOCKED, f"another nightly run is in progress: {exc}")
     log.info("nightly: %s (exit %d)", outcome.summary, outcome.code)
+    _publish_outcome(ctx, outcome)
     return outcome
+
+
+def _publish_outcome(ctx: StageContext, outcome: NightlyOutcome) -> None:
+    """The outcome into the registry's nightly.json (serving exports it to Prometheus) and to the
+    webhook (params `notify`); neither can change the run's exit code (docs/monitoring.md)."""
+    for what, publish in (("record", record_outcome), ("notify", notify_outcome)):
+        try:
+            publish(ctx.params, outcome)
+        except Exception:  # noqa: BLE001 - the decision stands whatever the registry or receiver does
+            log.exception("nightly: could not %s the outcome", what)

@@ -97,7 +97,16 @@ def demo_record(artifacts: Path, served: str | None = None, demo_seconds: float 
     evaluate = _read_json(artifacts / "evaluate" / MANIFEST)
     bundle_path = artifacts / "index" / "bundle" / "manifest.json"
     mode, heads, recipe = _served(_read_json(bundle_path), served, bundle_path)
-    data = (evaluate.get("params") or {}).get("data") or {}
+    data = (evaluate.get("params") or {}).get("data") if isinstance(evaluate, dict) else None
+    manifest = artifacts / "evaluate" / MANIFEST
+    # the table's columns come from here: a damaged manifest must not silently drop one
+    if not isinstance(data, dict):
+        raise DataError(DataProblem(manifest, None, "params.data", "missing: the datasets and their order are unknown"))
+    if not isinstance(data.get("train_dataset"), str):
+        raise DataError(DataProblem(manifest, None, "params.data.train_dataset", "must be a dataset name"))
+    eval_datasets = data.get("eval_datasets")
+    if not isinstance(eval_datasets, list) or not eval_datasets or not all(isinstance(d, str) for d in eval_datasets):
+        raise DataError(DataProblem(manifest, None, "params.data.eval_datasets", "must be a non-empty list of names"))
     seconds = {}
     for stage in STAGES:
         path = artifacts / stage / MANIFEST

@@ -55,22 +55,55 @@ class Results:
     growth: dict[str, Any] | None = None  # results/bench/growth.json: the served mode at larger corpora
 
 
-def load_results(root: Path) -> Results:
-    """Read results/ (FileNotFoundError naming what is missing; bench is optional)."""
+def load_results(root: Path, require_bench: bool = False) -> Results:
+    """Read results/ (FileNotFoundError naming what is missing; bench is optional unless
+    `require_bench`: what `render --write` asks, so a lost bench.json cannot blank the p50 column)."""
     root = Path(root)
-    for required in (root / DEMO_FILE, root / EVALUATE_DIR / "metrics.json"):
-        if not required.is_file():
-            raise FileNotFoundError(f"{required}: not found; `uniret results collect` writes it after a demo")
-    demo = read_json(root / DEMO_FILE)
+    needed = [root / DEMO_FILE, root / EVALUATE_DIR / "metrics.json", *([root / BENCH_FILE] if require_bench else [])]
+    for path in needed:
+        if not path.is_file():
+            writer = "`uniret bench`" if path == root / BENCH_FILE else "`uniret results collect`"
+            raise FileNotFoundError(f"{path}: not found; {writer} writes it (nothing was rewritten)")
+    demo = _object(root / DEMO_FILE)
     for key in ("served_mode", "date", "commit", "machine"):
         if not demo.get(key):
             raise DataError(DataProblem(root / DEMO_FILE, None, key, "missing"))
+    check_demo_types(root / DEMO_FILE, demo)
     significance = {p.stem: read_json(p) for p in sorted((root / SIGNIFICANCE_DIR).glob("*.json"))}
-    bench = read_json(root / BENCH_FILE) if (root / BENCH_FILE).is_file() else None
-    metrics = read_json(root / EVALUATE_DIR / "metrics.json")
+    bench = _object(root / BENCH_FILE) if (root / BENCH_FILE).is_file() else None
+    metrics = _object(root / EVALUATE_DIR / "metrics.json")
     check_columns(root, demo, metrics, bench)
     growth = read_json(root / GROWTH_FILE) if (root / GROWTH_FILE).is_file() else None
     return Results(root, demo, metrics, significance, bench, growth)
+
+
+def _object(path: Path) -> dict[str, Any]:
+    doc = read_json(path)
+    if not isinstance(doc, dict):
+        raise DataError(DataProblem(path, None, None, f"expected a JSON object, got {type(doc).__name__}"))
+    return doc
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def check_demo_types(path: Path, demo: dict[str, Any]) -> None:
+    """DataError naming the field of demo.json whose value has the wrong type (instead of a traceback
+    while rendering)."""
+    for key in ("served_mode", "date", "commit", "machine"):
+        if not isinstance(demo[key], str):
+            raise DataError(DataProblem(path, None, key, f"must be a string, got {type(demo[key]).__name__}"))
+    for key in ("bundle", "train_dataset", "recipe", "profile", "provenance"):
+        if demo.get(key) is not None and not isinstance(demo[key], str):
+            raise DataError(DataProblem(path, None, key, f"must be a string or null, got {type(demo[key]).__name__}"))
+    for key in ("datasets", "heads"):
+        value = demo.get(key)
+        if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
+            raise DataError(DataProblem(path, None, key, "must be a list of names or null"))
+    for key in ("demo_seconds",):
+        if demo.get(key) is not None and not _is_number(demo[key]):
+            raise DataError(DataProblem(path, None, key, f"must be a number or null, got {type(demo[key]).__name__}"))
 
 
 def check_columns(root: Path, demo: dict[str, Any], metrics: dict[str, Any], bench: dict[str, Any] | None) -> None:
@@ -85,12 +118,22 @@ def check_columns(root: Path, demo: dict[str, Any], metrics: dict[str, Any], ben
     for dataset in demo.get("datasets") or list(datasets):
         if not isinstance((datasets.get(dataset) or {}).get(served), dict):
             raise DataError(DataProblem(path, None, f"datasets.{dataset}.{served}", "missing: its column would be blank"))
+    for dataset, systems in datasets.items():
+        if not isinstance(systems, dict):
+            raise DataError(DataProblem(path, None, f"datasets.{dataset}", "must be an object {system: {metric: value}}"))
+        for system, values in systems.items():
+            bad = [m for m, v in values.items() if not _is_number(v)] if isinstance(values, dict) else ["(all)"]
+            if bad:
+                raise DataError(DataProblem(path, None, f"datasets.{dataset}.{system}.{bad[0]}", "must be a number"))
     if bench is not None:
         modes = bench.get("modes")
         for mode in (served, BM25):
             if not isinstance(modes, dict) or not isinstance(modes.get(mode), dict) or "p50_ms" not in modes[mode]:
                 raise DataError(DataProblem(root / BENCH_FILE, None, f"modes.{mode}.p50_ms",
                                             "missing: the latency column would be blank"))
+            if not _is_number(modes[mode]["p50_ms"]):
+                raise DataError(DataProblem(root / BENCH_FILE, None, f"modes.{mode}.p50_ms",
+                                            f"must be a number, got {type(modes[mode]['p50_ms']).__name__}"))
 
 
 def _score(value: float | None) -> str:
@@ -308,9 +351,9 @@ def _fixed(value: float | None) -> str:
     return "–" if value is None else f"{value:.1f}"
 
 
-def render_blocks(results_root: Path, metric: str = "ndcg@10") -> dict[str, str]:
-    """{block name: markdown, generated-note first}."""
-    tables = Tables(load_results(results_root), metric)
+def render_blocks(results_root: Path, metric: str = "ndcg@10", require_bench: bool = False) -> dict[str, str]:
+    """{block name: markdown, generated-note first} (`require_bench`: see load_results)."""
+    tables = Tables(load_results(results_root, require_bench), metric)
     return {"headline": f"{NOTE}\n{tables.headline()}", "details": f"{NOTE}\n{tables.details()}"}
 
 

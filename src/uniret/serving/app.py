@@ -2,11 +2,15 @@
 
 Endpoints (JSON unless said otherwise):
 
-    POST /search        {"query": str, "mode": str | null, "k": int} -> {"query", "mode", "k", "version",
-                        "took_ms", "results": [{"doc_id", "score"}, ...]} best first. mode: one the
+    POST /search        {"query": str, "mode": str | null, "k": int, "query_id": str | null, "client_id": str | null}
+                        -> {"query", "query_id", "mode", "k", "version", "took_ms",
+                        "results": [{"doc_id", "score"}, ...]} best first. query_id: the client's or a new
+                        UUID (with feedback.log_dir set, the answer is logged as a UBI query record). mode: one the
                         bundle offers (null: its recipe's serve_mode, or serve.default_mode); k in
                         1..serve.max_k; the query at most serve.max_query_chars. 400 unknown mode or not JSON,
                         413 body over serve.max_body_bytes, 422 bad field, 503 no bundle yet, 504 timeout.
+    POST /events        one UBI event or {"events": [...]} -> {"accepted": n}; 400 not JSON, 413 body or batch
+                        too large, 422 a bad field (named), 429 a client over its rate, 503 logging off.
     GET  /healthz       {"status": "ok"} while the process lives.
     GET  /readyz        200 {"status": "ready", "bundle": {version, path, modes, default_mode,
                         loaded_at}} once a bundle is live, 503 before.
@@ -34,6 +38,7 @@ import asyncio
 import hmac
 import logging
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 
@@ -49,6 +54,7 @@ from uniret.serving.limits import BodySizeLimit
 from uniret.serving.metrics import ServingMetrics
 from uniret.serving.schemas import (
     BundleInfo,
+    EventsResponse,
     Hit,
     ReadyResponse,
     ReloadRequest,
@@ -59,6 +65,7 @@ from uniret.serving.schemas import (
 from uniret.serving.settings import ServingSettings
 from uniret.serving.source import SourceError, bundle_loader
 from uniret.serving.state import BundleLoadError, LiveBundle, Loader, NotReady, ServingState, search_one
+from uniret.serving.ubi_log import EventRejected, ServingLog
 from uniret.serving.watch import PointerWatcher
 
 log = logging.getLogger("uniret.serving")
@@ -130,6 +137,7 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
     cfg = settings.serve
     source = settings.source
     metrics = ServingMetrics()
+    ubi = ServingLog(settings.feedback, metrics)  # UBI logging; off unless feedback.log_dir is set
     if cfg.faiss_threads is not None:
         from uniret.retrieval.faiss_loader import set_search_threads
 
@@ -147,6 +155,7 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
         default_loader = bundle_loader(cfg.onnx_threads, settings.retrieval, cfg.batch_max, cfg.batch_wait_ms,
                                        cfg.request_timeout_s, cfg.batch_workers, cfg.modes, cfg.default_mode)
     state = ServingState(source.verified_loader(loader or default_loader), cfg.probe_query, cfg.default_mode)
+    metrics.track(lambda: state.current, source.registry_root)  # the alerts' gauges (docs/monitoring.md)
     search_pools = SearchPools(cfg.search_threads(), cfg.gil_searches)
     admin_pool = ThreadPoolExecutor(1, thread_name_prefix="uniret-admin")
     SearchRequest = search_request_model(cfg)  # noqa: N806 - a class built from the config
@@ -175,6 +184,7 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        ubi.start()
         admin_pool.submit(initial_load)
         if watcher is not None:
             watcher.start()
@@ -184,6 +194,7 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
         search_pools.shutdown()
         admin_pool.shutdown(wait=True)
         state.close()
+        ubi.close()  # writes what is queued
         if engine is not None:
             engine.close()
 
@@ -240,8 +251,11 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
                     log.exception("search failed (mode %s, bundle %s)", mode, live.version)
                     raise HTTPException(500, f"search failed in mode {mode!r}: {type(exc).__name__}") from exc
                 status = 200
+                query_id = req.query_id or str(uuid.uuid4())
+                ubi.log_query(query_id, req.client_id or "anonymous", req.query, [d for d, _ in hits],
+                              {"bundle_version": live.version, "mode": mode, "k": req.k})
                 took_ms = (time.perf_counter() - start) * 1000.0
-                return SearchResponse(query=req.query, mode=mode, k=req.k, version=live.version,
+                return SearchResponse(query=req.query, query_id=query_id, mode=mode, k=req.k, version=live.version,
                                       took_ms=round(took_ms, 3),
                                       results=[Hit(doc_id=d, score=s) for d, s in hits])
         except NotReady as exc:
@@ -250,6 +264,15 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
         finally:
             metrics.inflight.dec()
             metrics.observe(label, status, time.perf_counter() - start)
+
+    @app.post("/events", response_model=EventsResponse)
+    async def events(request: Request):
+        """Accept UBI events (one, or {"events": [...]}) for the log; a batch is taken or refused whole."""
+        try:
+            accepted = ubi.accept_events(await request.body())
+        except EventRejected as exc:
+            return JSONResponse({"detail": exc.detail, "reason": exc.reason}, status_code=exc.status)
+        return EventsResponse(accepted=accepted)
 
     def require_admin(authorization: str | None = Header(default=None)) -> None:
         _check_token(settings.admin_token, authorization)

@@ -67,3 +67,38 @@ class BodySizeLimit:
             return await receive()
 
         await self.app(scope, replay, send)
+
+
+class ClientRateLimiter:
+    """A token bucket per client id: `rate` tokens a second, at most `burst` held.
+
+    Bounded memory: at most `max_clients` buckets, the least recently seen evicted first (an evicted
+    client simply starts again with a full bucket). Called from the event loop only; a lock keeps it
+    safe anyway.
+    """
+
+    def __init__(self, rate: float, burst: int, max_clients: int = 100_000, clock=None):
+        import threading
+        import time
+        from collections import OrderedDict
+
+        self.rate = float(rate)
+        self.burst = float(burst)
+        self.max_clients = max_clients
+        self._clock = clock or time.monotonic
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # client -> (tokens, at)
+        self._lock = threading.Lock()
+
+    def allow(self, client_id: str, n: int = 1) -> bool:
+        """Take `n` tokens from `client_id`'s bucket; False (nothing taken) when it holds fewer."""
+        now = self._clock()
+        with self._lock:
+            tokens, at = self._buckets.pop(client_id, (self.burst, now))
+            tokens = min(self.burst, tokens + (now - at) * self.rate)
+            allowed = tokens >= n
+            if allowed:
+                tokens -= n
+            self._buckets[client_id] = (tokens, now)
+            while len(self._buckets) > self.max_clients:
+                self._buckets.popitem(last=False)
+        return allowed

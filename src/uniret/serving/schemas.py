@@ -38,6 +38,10 @@ def search_request_model(cfg: ServeConfig) -> type[SearchRequestBase]:
         )
         # strict: "5" or true is a client bug, not a number of documents
         k: int = Field(default=cfg.default_k, ge=1, le=cfg.max_k, strict=True, description="number of documents returned")
+        query_id: str | None = Field(default=None, min_length=1, max_length=128, pattern=r"\S",
+                                     description="the client's id for this answer (UBI); default: a new UUID")
+        client_id: str | None = Field(default=None, min_length=1, max_length=128, pattern=r"\S",
+                                      description="who searched (UBI client_id); default: anonymous")
 
     return SearchRequest
 
@@ -53,11 +57,18 @@ class SearchResponse(BaseModel):
     """Top-k documents, best first, with the bundle version that produced them."""
 
     query: str
+    query_id: str  # the client's, or a new UUID: events about this answer name it
     mode: str
     k: int
     version: str
     took_ms: float
     results: list[Hit]
+
+
+class EventsResponse(BaseModel):
+    """Outcome of POST /events: every event of the body was accepted (queued for the log)."""
+
+    accepted: int
 
 
 class ReloadRequest(BaseModel):

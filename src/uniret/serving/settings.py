@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from uniret.config.feedback import FeedbackConfig
 from uniret.config.milvus import MilvusConfig
 from uniret.config.params import Params
 from uniret.config.retrieval import RetrievalConfig
@@ -25,6 +26,7 @@ class ServingSettings:
     retrieval: RetrievalConfig | None = None  # this process's params: picks the lexical backend
     engine: str = "local"  # local: the bundle's own structures in this process; milvus: a Milvus collection
     milvus: MilvusConfig | None = None  # the `milvus` section (uri from --uri) when engine is milvus
+    feedback: FeedbackConfig | None = None  # the `feedback` section: UBI logging (None or log_dir null: off)
 
 
 def settings_from_params(
@@ -65,5 +67,11 @@ def settings_from_params(
         milvus = replace(params.section("milvus"), uri=uri or params.section("milvus").uri)
         if not milvus.uri:
             raise ValueError("serving from Milvus needs --uri (or params milvus.uri)")
+    feedback = None
+    if "feedback" in params.raw:
+        feedback = params.section("feedback")
+        feedback.validate()
+        if feedback.log_dir:
+            feedback = replace(feedback, log_dir=str(resolve_path(params, feedback.log_dir)))
     return ServingSettings(serve=serve, source=source, admin_token=token, retrieval=retrieval,
-                           engine=engine or "local", milvus=milvus)
+                           engine=engine or "local", milvus=milvus, feedback=feedback)

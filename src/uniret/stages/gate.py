@@ -33,6 +33,7 @@ from uniret.registry.gate import (
     production_ref,
     resolve_gate_config,
 )
+from uniret.registry.integrity import IntegrityError, verify_bundle
 from uniret.registry.pointer import POINTER
 from uniret.runtime import StageContext, stage_output
 from uniret.utils.files import atomic_write_json, atomic_write_text
@@ -98,6 +99,17 @@ def judged_production(ctx: StageContext, cfg: GateConfig,
 
     Scores that cannot be made comparable (re-scoring failed) leave the regression check failing
     with the reason: a candidate is never waved through on figures from other data."""
+    if stored.bundle is not None:
+        # Production's manifest (its stored metrics) and evaluation/per_query are read only when the
+        # bundle passes the verification serving applies; a damaged bundle is not re-scored either
+        # (its index files may be what changed): the regression check fails and says why.
+        try:
+            verify_bundle(stored.bundle)
+        except IntegrityError as exc:
+            failure = (f"production {stored.version} fails verification, so its stored scores are not used "
+                       f"and it is not re-scored: {exc} (`uniret registry verify` lists every problem)")
+            log.error("gate: %s", failure)
+            return dataclasses.replace(stored, kind="unavailable", why=failure, queries=None), None
     validate = ctx.stage_dir("validate")
     differences = basis_differences(stored.basis, evaluation_basis(ctx.params, validate if validate.is_dir() else None))
     why = "; ".join(differences) or None

@@ -28,6 +28,7 @@ from uniret.registry.bundles import EVALUATION_DIR, read_manifest
 from uniret.registry.configured import registry_root
 from uniret.registry.errors import RegistryError
 from uniret.registry.gate import resolve_gate_config
+from uniret.registry.integrity import verify_bundle
 from uniret.registry.pointer import BUNDLES, read_pointer
 from uniret.runtime import StageContext, stage_output, stage_seconds
 from uniret.stages import STAGES
@@ -83,8 +84,9 @@ def production_view(ctx: StageContext, root: Path, decision: dict[str, Any] | No
             return None, "no production bundle in the registry"
         version = pointer["version"]
     try:
+        verify_bundle(root / BUNDLES / version)  # stored scores are shown only from a bundle that verifies
         manifest = read_manifest(root / BUNDLES / version)
-    except RegistryError as exc:
+    except RegistryError as exc:  # IntegrityError is a RegistryError
         return None, f"production bundle {version} unreadable: {exc}"
     system = (manifest.get("gate") or {}).get("candidate") or ""
     view = ProductionView(version, manifest.get("evaluation") or {}, system, STORED_NOTE, None)

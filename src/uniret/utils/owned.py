@@ -110,10 +110,12 @@ def check_replaceable(path: str | os.PathLike, *, header: bytes | None = None, f
     )
 
 
-def check_output_folder(path: str | os.PathLike) -> Path:
+def check_output_folder(path: str | os.PathLike, *, data_roots: tuple[str | os.PathLike, ...] = ()) -> Path:
     """`path` as a folder uniret writes named files into, keeping whatever else it holds (`bench
-    --out`, `data fetch --dest`); NotOwnedError when something other than a folder stands there."""
+    --out`, `data fetch --dest`); refused inside a registry or one of `data_roots` (as by
+    `check_output_path`); NotOwnedError when something other than a folder stands there."""
     path = Path(path)
+    refuse_in_data_roots(path, data_roots)
     _refuse_in_registry(path)
     if os.path.lexists(path) and not path.is_dir():
         raise NotOwnedError(
@@ -140,16 +142,21 @@ def _refuse_in_registry(path: Path) -> None:
                                  "change only by promote, rollback and prune; choose an output path outside it")
 
 
-def check_output_path(path: str | os.PathLike, *, data_roots: tuple[str | os.PathLike, ...] = (),
-                      header: bytes | None = None, force: bool = False, force_flag: str | None = None) -> Path:
-    """`check_replaceable`, and first the refusal of any path inside a registry or a data root (module
-    doc): call it before any work, so a refusal costs nothing."""
-    path = Path(path)
+def refuse_in_data_roots(path: str | os.PathLike, data_roots: tuple[str | os.PathLike, ...]) -> None:
+    """ProtectedPathError when `path` is, or lies below, one of `data_roots` (links resolved)."""
     resolved = Path(os.path.realpath(path))
     for root in data_roots:
         real_root = Path(os.path.realpath(root))
         if resolved == real_root or real_root in resolved.parents:
             raise ProtectedPathError(f"{path}: refusing to write inside the data root {root}: uniret only reads "
                                      "there; choose an output path outside it")
+
+
+def check_output_path(path: str | os.PathLike, *, data_roots: tuple[str | os.PathLike, ...] = (),
+                      header: bytes | None = None, force: bool = False, force_flag: str | None = None) -> Path:
+    """`check_replaceable`, and first the refusal of any path inside a registry or a data root (module
+    doc): call it before any work, so a refusal costs nothing."""
+    path = Path(path)
+    refuse_in_data_roots(path, data_roots)
     _refuse_in_registry(path)
     return check_replaceable(path, header=header, force=force, force_flag=force_flag)

@@ -1,0 +1,213 @@
+"""feedback stage: UBI serving logs -> validated clicks, propensities, training pairs and held-out judgments.
+
+Reads the closed spans (UTC days) under params feedback.log_dir: a rolling window of days t-N .. t-1
+for training and the newest closed day t held out for evaluation, never both. Every record is
+checked with great-expectations (uniret.feedback.ingest); bad ones go to rejects.jsonl with their
+reasons, and the stage fails only when a span's reject share passes feedback.reject_share_max
+(the rejects are then kept in <artifacts>/feedback.rejects.jsonl, named by the error). It writes:
+  spans.json             the window, each span's counts, reasons and content hash
+  rejects.jsonl          every rejected record: span, file, line, reasons, the record (cut short)
+  propensities.json      examination propensity per position (position-based click model, EM) on the training days
+  pairs/ips.jsonl        clicked-over-skipped pairs of the training days, IPS-weighted (clipped)
+  pairs/naive.jsonl      the same pairs with weight 1 (clicks as labels)
+  heldout/queries.jsonl  the held-out day's distinct queries (_id = uniret.feedback.derive.query_key)
+  heldout/qrels/coec.tsv, heldout/qrels/click_model.tsv   click-derived judgments of the held-out day
+With no logs (feedback.log_dir null, or no closed span) it writes only its manifest, saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from uniret.core.errors import StageFailed
+from uniret.data.beir import iter_corpus
+from uniret.data.validation import GxSession
+from uniret.feedback import derive
+from uniret.feedback.ingest import SpanIngest, ingest_span
+from uniret.feedback.spans import Window, choose_window, closed
+from uniret.runtime import StageContext, stage_output
+from uniret.ubi import EVENTS, QUERIES, forget_client, iter_records, list_days
+from uniret.utils.files import atomic_open, atomic_write_json
+
+log = logging.getLogger("uniret.stages")
+
+STAGE = "feedback"
+SECTIONS = ["feedback"]
+SPANS_JSON = "spans.json"
+REJECTS = "rejects.jsonl"
+FAILED_REJECTS = "feedback.rejects.jsonl"  # beside artifacts/feedback: a failed run writes no stage output
+PROPENSITIES = "propensities.json"
+IPS_PAIRS = "pairs/ips.jsonl"
+NAIVE_PAIRS = "pairs/naive.jsonl"
+HELDOUT_QUERIES = "heldout/queries.jsonl"
+COEC_QRELS = "heldout/qrels/coec.tsv"
+CLICK_MODEL_QRELS = "heldout/qrels/click_model.tsv"
+QRELS_HEADER = "query-id\tcorpus-id\tscore\n"
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    """One JSON object per line, written atomically."""
+    with atomic_open(path) as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def write_qrels(path: Path, scores: dict[tuple[str, str], float]) -> None:
+    """A BEIR-style qrels TSV with real-valued scores (click judgments are not integer grades)."""
+    with atomic_open(path) as fh:
+        fh.write(QRELS_HEADER)
+        for (query, doc), score in sorted(scores.items()):
+            fh.write(f"{query}\t{doc}\t{score:.6f}\n")
+
+
+def _skip(ctx: StageContext, reason: str) -> dict[str, Any]:
+    with stage_output(ctx, STAGE, sections=SECTIONS) as (_, manifest):
+        manifest["metrics"] = {"status": f"skipped: {reason}"}
+    log.info("feedback skipped: %s", reason)
+    return manifest["metrics"]
+
+
+def _corpus_ids(ctx: StageContext) -> set[str]:
+    """Doc ids of the train dataset's validated corpus: the docs serving can show."""
+    dataset = ctx.dataset(ctx.params.section("data").train_dataset)
+    return {doc.id for doc in iter_corpus(dataset.corpus_path)}
+
+
+def _ingest(log_dir: Path, window: Window, corpus: set[str]) -> dict[str, SpanIngest]:
+    session = GxSession()
+    shown: dict[str, list[str]] = {}
+    out = {}
+    for day in window.days:  # oldest first: an event just after midnight finds its query of the day before
+        queries = list(iter_records(log_dir, QUERIES, day))
+        events = list(iter_records(log_dir, EVENTS, day))
+        out[day] = ingest_span(session, day, queries, events, corpus, shown)
+    return out
+
+
+def _rejects(spans: dict[str, SpanIngest]) -> list[dict[str, Any]]:
+    return [{"span": day, **rej.to_json()} for day, span in spans.items() for rej in span.rejects]
+
+
+def _check_share(ctx: StageContext, spans: dict[str, SpanIngest], limit: float) -> None:
+    """StageFailed naming the spans above feedback.reject_share_max and the file holding their rejects."""
+    over = {day: s for day, s in spans.items() if s.reject_share > limit}
+    if not over:
+        return
+    path = ctx.artifacts / FAILED_REJECTS
+    write_jsonl(path, _rejects(spans))
+    lines = [f"- span {day}: {len(s.rejects)} of {s.records} records rejected ({s.reject_share:.1%}); "
+             f"reasons: {s.reasons()}" for day, s in over.items()]
+    raise StageFailed(f"feedback: rejected share above feedback.reject_share_max = {limit} in {len(over)} span(s); "
+                      f"every rejected record with its reasons: {path}\n" + "\n".join(lines))
+
+
+def _propensity_table(model: derive.ClickModel | None, ctr: dict[int, float], depth: int) -> list[dict[str, Any]]:
+    return [{"position": p,
+             "theta": round(model.theta[p], 4) if model else None,
+             "relative": round(model.relative(p), 4) if model else None,
+             "ctr": round(ctr[p], 4) if p in ctr else None} for p in range(1, depth + 1)]
+
+
+def run(ctx: StageContext) -> dict[str, Any]:
+    """Validate the window's UBI records, estimate propensities, write pairs and held-out judgments."""
+    cfg = ctx.params.section("feedback")
+    if cfg.log_dir is None:
+        return _skip(ctx, "no logs (feedback.log_dir is null)")
+    log_dir = Path(cfg.log_dir)
+    days = closed(list_days(log_dir), datetime.now(UTC).date())
+    if not days:
+        return _skip(ctx, f"no logs (no closed span under {log_dir})")
+    return derive_window(ctx, choose_window(days, cfg.window_days))
+
+
+def derive_window(ctx: StageContext, window: Window) -> dict[str, Any]:
+    """Validate and derive everything from the spans of `window` (the stage's work once the window is chosen)."""
+    cfg = ctx.params.section("feedback")
+    log_dir = Path(cfg.log_dir)
+    spans = _ingest(log_dir, window, _corpus_ids(ctx))
+    _check_share(ctx, spans, cfg.reject_share_max)
+
+    train = derive.build_sessions([q for d in window.train for q in spans[d].queries],
+                                  [e for d in window.train for e in spans[d].events])
+    model = derive.fit_pbm(train, cfg.depth, cfg.em_iterations) if train else None
+    heldout = derive.build_sessions(spans[window.heldout].queries, spans[window.heldout].events) if window.heldout else []
+    heldout_model = derive.fit_pbm(heldout, cfg.depth, cfg.em_iterations) if heldout else None
+    ips = derive.pairs(train, cfg.depth, model, cfg.clip) if model else []
+    naive = derive.pairs(train, cfg.depth, None, cfg.clip)
+    coec = derive.coec(heldout, cfg.depth, cfg.coec_min_impressions)
+    relevance = dict(heldout_model.gamma) if heldout_model else {}
+    table = _propensity_table(model, derive.ctr_by_position(train, cfg.depth), cfg.depth)
+
+    inputs = {f"{kind}/{day}": log_dir / kind / day for day in window.days for kind in (QUERIES, EVENTS)}
+    metrics: dict[str, Any] = {
+        "status": "ok", "window": window.to_json(),
+        "spans": {day: s.summary() for day, s in spans.items()},
+        "rejected": sum(len(s.rejects) for s in spans.values()),
+        "reject_reasons": dict(sum((Counter(s.reasons()) for s in spans.values()), Counter()).most_common()),
+        "train_sessions": len(train), "heldout_sessions": len(heldout),
+        "ips_pairs": len(ips), "naive_pairs": len(naive),
+        "heldout_queries": len({s.key for s in heldout}),
+        "coec_judgments": len(coec), "click_model_judgments": len(relevance),
+        "propensities": table,
+        "propensities_status": "estimated on the training days" if model else "not estimated: no training span",
+    }
+    with stage_output(ctx, STAGE, sections=SECTIONS, inputs=inputs) as (out, manifest):
+        hashes = manifest["inputs"]  # sha256 of each span folder read, by "<kind>/<day>"
+        atomic_write_json(out / SPANS_JSON, {
+            "log_dir": str(log_dir), **window.to_json(),
+            "spans": {day: {**s.summary(), "hashes": {k: hashes[f"{k}/{day}"] for k in (QUERIES, EVENTS)
+                                                        if f"{k}/{day}" in hashes}}
+                      for day, s in spans.items()}})
+        write_jsonl(out / REJECTS, _rejects(spans))
+        atomic_write_json(out / PROPENSITIES, {
+            "model": "position-based click model, EM", "depth": cfg.depth, "days": list(window.train),
+            "sessions": len(train), "iterations": model.iterations if model else 0, "table": table})
+        write_jsonl(out / IPS_PAIRS, ips)
+        write_jsonl(out / NAIVE_PAIRS, naive)
+        texts = {s.key: s.query for s in heldout}
+        write_jsonl(out / HELDOUT_QUERIES, [{"_id": k, "text": t} for k, t in sorted(texts.items())])
+        write_qrels(out / COEC_QRELS, coec)
+        write_qrels(out / CLICK_MODEL_QRELS, relevance)
+        manifest["metrics"] = metrics
+    (ctx.artifacts / FAILED_REJECTS).unlink(missing_ok=True)  # a failed run's rejects: superseded by rejects.jsonl
+    log.info("feedback: window %s; %d rejected; %d IPS pairs, %d held-out judgments (COEC)",
+             window.to_json(), metrics["rejected"], len(ips), len(coec))
+    return metrics
+
+
+def recorded_window(ctx: StageContext) -> Window | None:
+    """The window the last successful run read (None when it skipped or never ran)."""
+    path = ctx.stage_dir(STAGE) / SPANS_JSON
+    if not path.is_file():
+        return None
+    spans = json.loads(path.read_text(encoding="utf-8"))
+    return Window(train=tuple(spans["train"]), heldout=spans["heldout"])
+
+
+def forget(ctx: StageContext, client_id: str) -> dict[str, Any]:
+    """Remove `client_id`'s records from the raw spans, then from everything this stage derived from them.
+
+    The derived outputs are aggregates (propensities, COEC), so they are rebuilt from the cleaned spans
+    over the window the last run read, not edited; the rejects of a failed run are filtered.
+    """
+    cfg = ctx.params.section("feedback")
+    if cfg.log_dir is None:
+        raise StageFailed("feedback forget: feedback.log_dir is null: there are no logs to remove a client from")
+    removed = forget_client(Path(cfg.log_dir), client_id).records_removed
+    result: dict[str, Any] = {"client_id": client_id, "raw_records_removed": removed, "derived": "none"}
+    failed = ctx.artifacts / FAILED_REJECTS
+    if failed.is_file():
+        keep = [line for line in failed.read_text(encoding="utf-8").splitlines() if client_id not in line]
+        with atomic_open(failed) as fh:
+            fh.writelines(line + "\n" for line in keep)
+    window = recorded_window(ctx)
+    if window is not None:
+        derive_window(ctx, window)
+        result["derived"] = f"rebuilt {ctx.stage_dir(STAGE)} from the cleaned spans of {window.to_json()}"
+    log.info("feedback forget %s: %d raw record(s) removed; derived: %s", client_id, removed, result["derived"])
+    return result
