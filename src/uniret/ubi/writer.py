@@ -31,6 +31,9 @@ log = logging.getLogger("uniret.ubi")
 DROP_CAUSES = ("queue_full", "disk_full", "unwritable", "unencodable")
 _STOP = object()
 BATCH = 512  # records written per wake-up at most, so a busy queue still gets flushed regularly
+# the writer waits this long after a record arrives before it writes what has gathered: its wake-ups
+# and GIL hand-overs per record cost the served mode 8.7% of its HTTP throughput (E67)
+LINGER_S = 0.05
 
 
 def default_writer_id() -> str:
@@ -127,6 +130,8 @@ class LogWriter:
         stop = False
         while not stop:
             items = [self._queue.get()]
+            if items[0] is not _STOP:
+                time.sleep(LINGER_S)  # let a batch gather: one wake-up per batch, not per search (E67)
             while len(items) < BATCH:
                 try:
                     items.append(self._queue.get_nowait())
