@@ -69,10 +69,11 @@ lint: install
 bench: install
 	$(BIN)/uniret bench
 
-# Kubeflow pipeline YAML; k8s/kustomization.yaml `images:` from params.yaml `pipeline:` tags.
+# Kubeflow pipeline YAML; the kustomizations' `images:` from params.yaml `pipeline:` tags.
 pipeline: install
 	$(BIN)/uniret pipeline compile
 	$(BIN)/uniret pipeline image --kustomize k8s/kustomization.yaml
+	$(BIN)/uniret pipeline image --kustomize k8s/overlays/cronjob/kustomization.yaml
 
 # Container images, tagged from params.yaml `pipeline:`, built with podman (else docker) by
 # docker/build.sh. BASE_IMAGE=local: a Debian base made here by debootstrap (no registry needed);

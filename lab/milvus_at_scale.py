@@ -36,7 +36,7 @@ def measure(args: argparse.Namespace) -> dict:
     """Export, search through Milvus, then in process (see the module doc); the figures of one size."""
     from uniret.bench.growth import time_search, top10_agreement
     from uniret.bench.machine import machine_info
-    from uniret.bench.runner import bench_queries
+    from uniret.bench.runner import bench_config, bench_queries
     from uniret.config import load_params
     from uniret.milvus.bundles import export_bundle, milvus_searchers
     from uniret.milvus.client import connect_configured
@@ -45,7 +45,7 @@ def measure(args: argparse.Namespace) -> dict:
 
     params = load_params(args.params, None)
     retrieval, cfg = params.section("retrieval"), params.section("milvus")
-    queries = dict(list(bench_queries(Path(args.data), params.section("bench"))[0].items())[: args.queries])
+    queries = dict(list(bench_queries(Path(args.data), bench_config(params))[0].items())[: args.queries])
     bundle_dir = Path(args.bundle)
     docs = len(json.loads((bundle_dir / "docids.json").read_text()))
     out: dict = {"docs": docs, "queries": len(queries), "machine": machine_info(),

@@ -144,14 +144,14 @@ def growth_setup():
     """(production bundle, the growth bench's queries, the real corpus its synthetic corpora copy, the bench
     params) as `uniret bench --only growth` makes them (the cpu profile, registry/): once for every size."""
     from uniret.bench.growth import real_corpus
-    from uniret.bench.runner import bench_queries
+    from uniret.bench.runner import bench_config, bench_queries
     from uniret.config import load_params
     from uniret.data.roots import resolve_data_root
     from uniret.retrieval.bundle import open_bundle
     from uniret.serving.source import BundleSource
 
     params = load_params(None, "cpu")
-    cfg = params.section("bench")
+    cfg = bench_config(params)
     bundle = open_bundle(BundleSource(registry_root=Path("registry")).production()[0].resolve())
     data_root = resolve_data_root(None, params.section("data").root)
     queries = dict(list(bench_queries(data_root, cfg)[0].items())[: cfg.growth.queries])

@@ -88,13 +88,13 @@ def _production() -> Path:
 
 def serve(args: argparse.Namespace) -> dict:
     from uniret.bench.http_client import post_json
-    from uniret.bench.runner import bench_queries
+    from uniret.bench.runner import bench_config, bench_queries
     from uniret.bench.server import LocalServer
     from uniret.bench.stats import latency_summary
     from uniret.config import load_params
 
     params = load_params(args.params, None)
-    texts = list(bench_queries(Path(args.data), params.section("bench"))[0].values())[: args.queries]
+    texts = list(bench_queries(Path(args.data), bench_config(params))[0].values())[: args.queries]
     token = "scale-measurement"
     server = LocalServer(["--bundle", str(args.bundle)], args.params, env={"UNIRET_ADMIN_TOKEN": token})
     start = time.perf_counter()

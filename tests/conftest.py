@@ -206,6 +206,24 @@ def _build_tiny_bundle(artifacts: Path, shared_data: Path) -> Path:
 
 
 @pytest.fixture
+def gate_artifacts(tmp_path, tiny_bundle) -> Path:
+    """artifacts/ for a gate run over the tiny bundle: its bm25 and index stages and validated slice,
+    with a validate record saying SciFact's files are today's."""
+    import json
+
+    from uniret.runtime import MANIFEST, VALIDATED_DATA
+
+    source = tiny_bundle.parents[1]
+    out = tmp_path / "artifacts"
+    (out / "validate").mkdir(parents=True)
+    os.symlink(source / "validate" / VALIDATED_DATA, out / "validate" / VALIDATED_DATA)
+    (out / "validate" / MANIFEST).write_text(json.dumps({"stage": "validate", "inputs": {"scifact": "today"}}))
+    for stage in ("bm25", "index"):
+        os.symlink(source / stage, out / stage)
+    return out
+
+
+@pytest.fixture
 def dvc_project(shared_data):
     """make(dest, edit) -> a temp git + dvc repo holding dvc.yaml, params.yaml (tiny profile, the shared
     data; `edit(raw)` changes more), the recipe files and a copy of the sources, as `dvc repro` needs them."""

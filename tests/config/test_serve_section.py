@@ -15,6 +15,7 @@ def _section(values: dict):
 def test_defaults_pass():
     cfg = _section({})
     assert cfg.port == 8000 and cfg.search_threads() > 0
+    assert cfg.watch_interval_s > 0  # every process follows production unless a person turns it off
 
 
 @pytest.mark.parametrize(
@@ -28,6 +29,8 @@ def test_defaults_pass():
         # these three sat after a `return` in search_threads() and were never checked
         ({"probe_query": "   "}, "probe_query must be a non-empty query"),
         ({"watch_interval_s": -1.0}, "watch_interval_s must be >= 0"),
+        # several workers without the pointer watch: a reload call would reach one of them
+        ({"workers": 2, "watch_interval_s": 0}, "workers 2 needs watch_interval_s > 0"),
         ({"admin_token": ""}, "admin_token must be null or a non-empty string"),
     ],
 )

@@ -109,3 +109,37 @@ def test_data_docs_render_into_our_folder(clean, tmp_path):
     assert "expectations/sf/corpus_jsonl.html" in pages
     assert any(p.startswith("validations/sf/") for p in pages)
     assert "document ids are unique" in (tmp_path / "docs" / "expectations/sf/corpus_jsonl.html").read_text()
+
+
+def test_score_0_is_a_judgment_of_non_relevance_by_default(clean, session, tmp_path):
+    """Hand-labelled sets (and BEIR's TREC-COVID, ...) write `0` for "judged, not relevant": the
+    default validate settings accept it, evaluation counts it as not relevant, and a qrels file of
+    zeros alone is refused (nothing to train or evaluate on)."""
+    from uniret.evaluation.metrics import evaluate_run
+
+    ds = _copy(clean, tmp_path)
+    qrels = _lines(ds / "qrels" / "test.tsv")
+    qid, relevant, _ = qrels[1].rstrip("\n").split("\t")
+    other = next(json.loads(line)["_id"] for line in _lines(ds / "corpus.jsonl")
+                 if json.loads(line)["_id"] not in {r.split("\t")[1] for r in qrels[1:]})
+    (ds / "qrels" / "test.tsv").write_text("".join(qrels) + f"{qid}\t{other}\t0\n", encoding="utf-8")
+    defaults = ValidateConfig()
+    assert defaults.min_score == 0
+    report = validate_dataset(session, load_tables(tmp_path, "sf"), defaults)
+    assert report.ok, report.problems(True)
+    assert any(c.description.startswith("score is in [0, 4] (0: judged not relevant)") and c.success
+               for c in report.checks)
+
+    judged = BeirDataset(ds).qrels("test")
+    assert judged[qid][other] == 0
+    run = {qid: {other: 2.0, relevant: 1.0}}  # the non-relevant one ranked first
+    without = {qid: {d: s for d, s in judged[qid].items() if d != other}}
+    scored, _ = evaluate_run({qid: judged[qid]}, run, ["ndcg@10", "recall@100"])
+    unjudged, _ = evaluate_run(without, run, ["ndcg@10", "recall@100"])
+    assert scored == unjudged and scored[qid]["ndcg@10"] < 1.0 and scored[qid]["recall@100"] == 1.0
+
+    zeros = "".join(qrels[:1]) + "".join(f"{line.split(chr(9))[0]}\t{line.split(chr(9))[1]}\t0\n" for line in qrels[1:])
+    (ds / "qrels" / "test.tsv").write_text(zeros, encoding="utf-8")
+    report = validate_dataset(GxSession(), load_tables(tmp_path, "sf"), defaults)
+    failed = [c.description for c in report.checks if not c.success]
+    assert failed == ["at least one pair is judged relevant (score >= 1)"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 
 import pytest
 
@@ -17,7 +16,7 @@ from uniret.config import Params
 from uniret.registry.basis import evaluation_basis
 from uniret.registry.bundles import EVALUATION_DIR
 from uniret.registry.promotion import promote
-from uniret.runtime import MANIFEST, VALIDATED_DATA, StageContext, make_context
+from uniret.runtime import StageContext, make_context
 from uniret.stages import evaluate as evaluate_stage
 from uniret.stages import gate as gate_stage
 
@@ -25,14 +24,8 @@ SYSTEM = "uni"
 
 
 @pytest.fixture
-def gate_ctx(repo_root, shared_data, tmp_path, tiny_bundle):
-    source = tiny_bundle.parents[1]
-    out = tmp_path / "artifacts"
-    (out / "validate").mkdir(parents=True)
-    os.symlink(source / "validate" / VALIDATED_DATA, out / "validate" / VALIDATED_DATA)
-    (out / "validate" / MANIFEST).write_text(json.dumps({"stage": "validate", "inputs": {"scifact": "today"}}))
-    for stage in ("bm25", "index"):
-        os.symlink(source / stage, out / stage)
+def gate_ctx(repo_root, shared_data, tmp_path, tiny_bundle, gate_artifacts):
+    out = gate_artifacts
     base = make_context(repo_root / "params.yaml", "tiny", str(shared_data), out)
     raw = copy.deepcopy(base.params.raw)
     raw["data"]["eval_datasets"] = ["scifact"]

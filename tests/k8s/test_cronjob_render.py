@@ -1,4 +1,5 @@
-"""One scheduler setting: k8s/cronjob.yaml is the render of params.yaml pipeline.cron / pipeline.profile."""
+"""One scheduler setting: the opt-in CronJob (k8s/overlays/cronjob/cronjob.yaml) is the render of
+params.yaml pipeline.cron / pipeline.profile."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from uniret.config import load_params
 from uniret.config.loader import ConfigError
 from uniret.kubeflow.cronjob import k8s_schedule, render_cronjob, write_cronjob
 
+CRONJOB = ("k8s", "overlays", "cronjob", "cronjob.yaml")
+
 
 @pytest.fixture(scope="module")
 def cfg(repo_root):
@@ -20,8 +23,8 @@ def cfg(repo_root):
 
 
 def test_the_committed_cronjob_is_the_render_of_params(repo_root, cfg):
-    text = (repo_root / "k8s" / "cronjob.yaml").read_text()
-    assert render_cronjob(text, cfg) == text, "k8s/cronjob.yaml is stale: run `uniret pipeline cronjob --write`"
+    text = repo_root.joinpath(*CRONJOB).read_text()
+    assert render_cronjob(text, cfg) == text, "the CronJob is stale: run `uniret pipeline cronjob --write`"
     doc = yaml.safe_load(text)
     assert doc["spec"]["schedule"] == " ".join(cfg.cron.split()[1:])  # KFP's seconds field dropped
     env = doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["env"]
@@ -30,7 +33,7 @@ def test_the_committed_cronjob_is_the_render_of_params(repo_root, cfg):
 
 def test_a_changed_cron_is_rendered_into_the_file(tmp_path, repo_root, cfg):
     path = tmp_path / "cronjob.yaml"
-    path.write_text((repo_root / "k8s" / "cronjob.yaml").read_text())
+    path.write_text(repo_root.joinpath(*CRONJOB).read_text())
     assert write_cronjob(path, dataclasses.replace(cfg, cron="0 30 4 * * 1-5", profile="cpu")) is True
     doc = yaml.safe_load(path.read_text())
     assert doc["spec"]["schedule"] == "30 4 * * 1-5"
@@ -41,9 +44,9 @@ def test_a_changed_cron_is_rendered_into_the_file(tmp_path, repo_root, cfg):
 
 def test_the_cli_renders_the_committed_file(repo_root):
     out = subprocess.run([sys.executable, "-m", "uniret", "pipeline", "cronjob", "--params",
-                          str(repo_root / "params.yaml"), "--path", str(repo_root / "k8s" / "cronjob.yaml")],
+                          str(repo_root / "params.yaml"), "--path", str(repo_root.joinpath(*CRONJOB))],
                          capture_output=True, text=True, check=True).stdout
-    assert out == (repo_root / "k8s" / "cronjob.yaml").read_text()
+    assert out == repo_root.joinpath(*CRONJOB).read_text()
 
 
 def test_a_seconds_field_kubernetes_cannot_run_is_refused():

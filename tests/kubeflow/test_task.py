@@ -127,3 +127,41 @@ def test_report_figures_are_inlined_in_one_html_page(tiny_ctx, tmp_path):
     assert f"data:image/png;base64,{base64.b64encode(png).decode()}" in page
     assert "metric_by_dataset.png" in page
     assert (tmp_path / "kfp" / "summary").read_text() == "# Regression report\n"
+
+
+def test_a_task_takes_the_nightly_lock_and_waits_for_a_running_nightly(tmp_path, repo_root, shared_data, monkeypatch):
+    """A Kubeflow task and `uniret nightly` share nightly.lock_file on the volume (issue 55): while
+    another process holds it, a task waits `pipeline.lock_wait_s`, then fails naming the holder,
+    without running its stage; once it is free, the task takes it."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    import yaml
+
+    from uniret.core.errors import StageFailed
+
+    monkeypatch.setenv("UNIRET_DATA", str(shared_data))
+    workdir = tmp_path / "wd"
+    params = yaml.safe_load((repo_root / "params.yaml").read_text())
+    params["pipeline"]["lock_wait_s"] = 1
+    _write(workdir / "params.yaml", yaml.safe_dump(params))
+    lock, marker = workdir / ".cache" / "nightly.lock", tmp_path / "holding"
+    code = (f"import pathlib, time; from uniret.utils.locks import file_lock\n"
+            f"with file_lock({str(lock)!r}):\n    pathlib.Path({str(marker)!r}).touch(); time.sleep(600)")
+    holder = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        deadline = time.monotonic() + 60  # hang guard while the holder starts
+        while not marker.exists():
+            assert holder.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        with pytest.raises(StageFailed, match=rf"nightly lock stayed held for 1 s .*pid {holder.pid}"):
+            kt.run_task(kt.TaskRequest("validate", str(workdir), "tiny"))
+        assert not (workdir / "artifacts" / "validate").exists()  # the stage never ran
+    finally:
+        holder.kill()
+        holder.wait()
+    ctx = kt.task_context(kt.TaskRequest("validate", str(workdir), "tiny"))
+    with kt.nightly_lock(ctx, 0) as path:
+        assert path == lock and lock.read_text().strip() == str(os.getpid())

@@ -125,3 +125,65 @@ def test_second_run_exits_75_while_the_first_holds_the_lock(tmp_path, repo_root,
         with contextlib.suppress(ProcessLookupError):  # already gone when it failed early
             os.killpg(first.pid, signal.SIGTERM)  # the first run and its sleeping refresh command
         first.wait(timeout=LOCK_WAIT_S)
+
+
+def _gate_on_stored_scores(ctx):
+    """The gate judges production by the scores stored at its promotion (the stand-in bundles of
+    these tests cannot be re-scored or timed: the latency-vs-production rules are off)."""
+    raw = dict(ctx.params.raw)
+    raw["gate"] = {**raw["gate"], "rescore_production": "never", "max_latency_p50_vs_production": None,
+                   "max_latency_p95_vs_production": None}
+    ctx.params = type(ctx.params)(raw=raw, profile=ctx.params.profile, path=ctx.params.path)
+    return ctx
+
+
+def test_rollback_then_a_nightly_on_unchanged_data_keeps_the_rolled_back_to_version(project, tmp_path):
+    from uniret.registry.control import read_control
+    from uniret.registry.promotion import rollback
+
+    ctx, cfg = project
+    ctx = _gate_on_stored_scores(ctx)
+    root = tmp_path / "registry"
+    _upstream(ctx.artifacts, _metrics(0.70, 0.33))
+    assert run_nightly(ctx, cfg).code == EXIT_PROMOTED
+    first = read_pointer(root)["version"]
+    (ctx.artifacts / "index" / "bundle" / "weights.bin").write_text("retrained")  # the next night's new bundle
+    second = run_nightly(ctx, cfg)
+    assert second.code == EXIT_PROMOTED, second.summary
+    withdrawn = read_pointer(root)["version"]
+    assert withdrawn != first
+
+    rollback(root, dvc_push=False, reason="answers got worse")
+    rolled_back_at = read_control(root).rejected and next(iter(read_control(root).rejected.values())).rolled_back_at
+    # unchanged data: the DAG rebuilds the same bundle and the gate passes it again
+    third = run_nightly(ctx, cfg)
+    assert third.code == EXIT_BLOCKED, third.summary
+    assert read_pointer(root)["version"] == first
+    assert f"bundle {withdrawn}" in third.summary and rolled_back_at in third.summary
+    assert "answers got worse" in third.summary and f"production stays {first}" in third.summary
+    assert json.loads((ctx.artifacts / "gate" / "decision.json").read_text())["passed"] is True
+
+
+def test_paused_registry_runs_everything_but_promotes_nothing_and_exits_4(project, tmp_path):
+    from uniret.ops.nightly import EXIT_PAUSED
+    from uniret.registry.control import pause, resume
+
+    ctx, cfg = project
+    root = tmp_path / "registry"
+    root.mkdir()
+    pause(root, "audit week")
+    _upstream(ctx.artifacts, _metrics(0.70, 0.33))
+    outcome = run_nightly(ctx, cfg)
+    assert outcome.code == EXIT_PAUSED, outcome.summary
+    assert "paused" in outcome.summary and "audit week" in outcome.summary and "gate passed" in outcome.summary
+    assert "gate: decided" in outcome.steps and "promote: not run" in outcome.steps
+    assert read_pointer(root) is None
+    _upstream(ctx.artifacts, _metrics(0.60, 0.30))  # a blocked candidate while paused is still a paused night
+    blocked = run_nightly(ctx, cfg)
+    assert blocked.code == EXIT_PAUSED and "gate blocked" in blocked.summary and "beats_baseline" in blocked.summary
+
+    resume(root)
+    _upstream(ctx.artifacts, _metrics(0.70, 0.33))
+    assert run_nightly(ctx, cfg).code == EXIT_PROMOTED and read_pointer(root) is not None
+    off = run_nightly(ctx, dataclasses.replace(cfg, promote=False))  # params nightly.promote: false
+    assert off.code == EXIT_PAUSED and "nightly.promote is false" in off.summary

@@ -91,11 +91,32 @@ def test_every_task_mounts_the_pvc_and_reads_the_wandb_secret(compiled):
     for stage, label in _task_executors(spec).items():
         (mount,) = k8s[label]["pvcMount"]
         assert mount["mountPath"] == "/workdir" and mount["pvcNameParameter"]["runtimeValue"]["constant"] == "uniret-workdir"
-        (secret,) = k8s[label]["secretAsEnv"]
+        secret, *admin = k8s[label]["secretAsEnv"]
         assert secret["secretNameParameter"]["runtimeValue"]["constant"] == "uniret-secrets", stage
         assert secret["keyToEnv"] == [{"envVar": "WANDB_API_KEY", "secretKey": "wandb-api-key"}], stage
         assert k8s[label]["securityContext"] == {"runAsUser": "10001", "runAsGroup": "10001",
                                                  "runAsNonRoot": True}, stage
+        if stage != "promote":  # serving's admin token and address go to the one task that calls it
+            assert admin == [] and "configMapAsEnv" not in k8s[label], stage
+
+
+def test_the_promote_task_gets_the_admin_token_and_the_serve_url_when_the_cluster_has_them(compiled, repo_root):
+    """The reload call after a promotion needs both (issue 55): from the Secret and the ConfigMap of
+    k8s/, optional, under the env names the registry section reads."""
+    _, spec, platform = compiled
+    label = _task_executors(spec)["promote"]
+    k8s = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"][label]
+    registry = load_params(repo_root / "params.yaml").section("registry")
+    (admin,) = [s for s in k8s["secretAsEnv"] if s["keyToEnv"][0]["secretKey"] == "admin-token"]
+    assert admin["keyToEnv"] == [{"envVar": registry.token_env, "secretKey": "admin-token"}] and admin["optional"]
+    assert admin["secretNameParameter"]["runtimeValue"]["constant"] == "uniret-secrets"
+    (config,) = k8s["configMapAsEnv"]
+    assert config["configMapNameParameter"]["runtimeValue"]["constant"] == "uniret-config" and config["optional"]
+    assert config["keyToEnv"] == [{"configMapKey": "UNIRET_SERVE_URL", "envVar": registry.serve_url_env}]
+    # the Secret and ConfigMap of k8s/ hold those keys
+    secret = yaml.safe_load((repo_root / "k8s" / "secret.template.yaml").read_text())
+    configmap = yaml.safe_load((repo_root / "k8s" / "configmap.yaml").read_text())
+    assert "admin-token" in secret["stringData"] and configmap["data"]["UNIRET_SERVE_URL"].startswith("http://")
 
 
 def test_promote_runs_only_when_the_gate_passed(compiled):

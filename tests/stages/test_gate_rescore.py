@@ -8,13 +8,12 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-import os
 
 import pytest
 
 from uniret.config import Params
 from uniret.registry.promotion import promote
-from uniret.runtime import MANIFEST, VALIDATED_DATA, StageContext, make_context
+from uniret.runtime import StageContext, make_context
 from uniret.stages import evaluate as evaluate_stage
 from uniret.stages import gate as gate_stage
 
@@ -38,18 +37,10 @@ def _params(base: Params, tmp_path, rescore: str) -> Params:
 
 
 @pytest.fixture
-def artifacts(tmp_path, tiny_bundle):
-    """The fixture's bm25 and index stages and its validated slice, with a validate record saying
-    SciFact's files are today's (_publish_stale then makes that bundle production, with a score from
-    yesterday's files)."""
-    source = tiny_bundle.parents[1]
-    out = tmp_path / "artifacts"
-    (out / "validate").mkdir(parents=True)
-    os.symlink(source / "validate" / VALIDATED_DATA, out / "validate" / VALIDATED_DATA)
-    (out / "validate" / MANIFEST).write_text(json.dumps({"stage": "validate", "inputs": {"scifact": "today"}}))
-    for stage in ("bm25", "index"):
-        os.symlink(source / stage, out / stage)
-    return out
+def artifacts(gate_artifacts):
+    """The tiny bundle's artifacts with SciFact's files today's (_publish_stale then makes that bundle
+    production, with a score from yesterday's files)."""
+    return gate_artifacts
 
 
 def _context(repo_root, shared_data, tmp_path, artifacts, rescore: str) -> StageContext:

@@ -9,6 +9,7 @@ curve), growth (the served mode on synthetic 10k-1M corpora, uniret.bench.growth
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import time
 from itertools import islice
@@ -23,6 +24,12 @@ from uniret.utils.files import shown_path
 log = logging.getLogger("uniret.bench")
 
 SECTIONS = ("modes", "encoders", "sizes", "top_n", "http", "growth")
+
+
+def bench_config(params: Params) -> BenchConfig:
+    """The `bench` section with its `dataset` (null: the train dataset, data.train_dataset) resolved."""
+    cfg: BenchConfig = params.section("bench")
+    return cfg if cfg.dataset else dataclasses.replace(cfg, dataset=params.section("data").train_dataset)
 
 
 def bench_queries(data_root: Path, cfg: BenchConfig) -> tuple[dict[str, str], dict]:
@@ -101,7 +108,7 @@ def run_bench(params: Params, bundle_dir: Path, data_root: Path, out_dir: Path, 
     from uniret.retrieval.modes import build_searchers
     from uniret.serving.source import bundle_version
 
-    cfg = cfg or params.section("bench")
+    cfg = cfg or bench_config(params)
     skip = set(skip or ())
     faiss_threads = params.section("serve").faiss_threads
     if faiss_threads is not None:  # in-process modes are timed with the threads serving uses
@@ -200,7 +207,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     from uniret.utils.owned import check_output_folder
 
     params = load_params(args.params, args.profile)
-    cfg: BenchConfig = params.section("bench")
+    cfg = bench_config(params)
     if args.bundle:
         bundle = Path(args.bundle)
     elif args.registry:

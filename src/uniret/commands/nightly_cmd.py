@@ -6,7 +6,10 @@ import argparse
 
 EPILOG = """exit codes:
   0   promoted (or the candidate already is production)
-  3   blocked by the gate (see artifacts/gate/decision.md)
+  3   blocked: by the gate (see artifacts/gate/decision.md), or the candidate's content was
+      rolled back before (`uniret registry status`; `uniret registry lift` allows it again)
+  4   paused: every stage, the gate and the report ran, nothing was promoted
+      (`uniret registry pause`, or params nightly.promote: false; `uniret registry resume`)
   1   failed (a command, a stage, or the report failed)
   75  another nightly run holds the lock (nothing was done; retry later)
 
@@ -43,10 +46,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "nightly",
-        help="locked nightly run: refresh, dvc repro, gate, promote, report (exit 0/3/1/75)",
+        help="locked nightly run: refresh, dvc repro, gate, promote, report (exit 0/3/4/1/75)",
         description="Run the retraining DAG once under a lock: refresh commands (params nightly.refresh_commands, "
-        "e.g. `dvc pull`), `dvc repro`, then read artifacts/gate/decision.json, promote when it passed, "
-        "and write the report.",
+        "e.g. `dvc pull`), `dvc repro`, then read artifacts/gate/decision.json, promote when it passed "
+        "(unless promotion is paused or a rollback rejected the candidate's content), and write the report.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -171,9 +171,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="instead of printing, write both tags into this kustomization.yaml's `images:`")
     i.set_defaults(func=_image, profile=None)
 
-    k = psub.add_parser("cronjob", help="render pipeline.cron and pipeline.profile into k8s/cronjob.yaml")
+    k = psub.add_parser("cronjob", help="render pipeline.cron and pipeline.profile into the opt-in CronJob "
+                        "(k8s/overlays/cronjob/cronjob.yaml)")
     k.add_argument("--params", default="params.yaml")
-    k.add_argument("--path", default="k8s/cronjob.yaml", help="the CronJob manifest (default: k8s/cronjob.yaml)")
+    k.add_argument("--path", default="k8s/overlays/cronjob/cronjob.yaml",
+                   help="the CronJob manifest (default: k8s/overlays/cronjob/cronjob.yaml)")
     k.add_argument("--write", action="store_true", help="rewrite the file in place (else print the render)")
     k.set_defaults(func=_cronjob, profile=None)
     r = psub.add_parser("run", help="run the pipeline here with kfp.local (SubprocessRunner, or DockerRunner)")

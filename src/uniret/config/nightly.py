@@ -11,7 +11,9 @@ class NightlyConfig:
 
     refresh_commands: list[str] = field(default_factory=list)  # e.g. ["dvc pull"]; run first
     repro_command: str = "dvc repro"  # builds artifacts up to evaluate; nightly runs the gate after it
-    promote: bool = True  # run the promote stage when the gate passed (idempotent)
+    # false: never promote, as if the registry were paused (`uniret registry pause`, which needs no
+    # params edit): every stage, the gate and the report run, and the nightly exits 4 (paused)
+    promote: bool = True
     report: bool = True  # run the report stage after the decision
     lock_file: str = ".cache/nightly.lock"  # relative to the params file's folder
 

@@ -47,6 +47,13 @@ class PipelineConfig:
     wandb_secret: str = "uniret-secrets"  # Kubernetes Secret with the W&B API key
     wandb_secret_key: str = "wandb-api-key"  # its data key, exposed as $WANDB_API_KEY
     wandb_secret_optional: bool = True  # runs without a W&B key (offline tracking) still start
+    # the promote task's reload call: this key of the same Secret as $UNIRET_ADMIN_TOKEN (registry.token_env)
+    # and the ConfigMap's UNIRET_SERVE_URL (registry.serve_url_env), each only when the cluster has it
+    admin_token_secret_key: str = "admin-token"
+    config_map: str = "uniret-config"
+    # a task waits this long for the nightly lock (nightly.lock_file on the volume), held by another
+    # task (report and promote run at once) or a `uniret nightly` of the CronJob, then fails
+    lock_wait_s: float = 1800.0
     accelerator_type: str = "nvidia.com/gpu"
     gpus_per_task: int = 1
     gpu_stages: list[str] = field(
@@ -64,13 +71,16 @@ class PipelineConfig:
     container_start_timeout_s: float = 60.0  # podman's API socket must answer within (DockerRunner runs)
 
     def validate(self) -> None:
-        for name in ("image", "serving_image", "pvc", "mount_path", "wandb_secret", "wandb_secret_key", "name"):
+        for name in ("image", "serving_image", "pvc", "mount_path", "wandb_secret", "wandb_secret_key", "name",
+                     "admin_token_secret_key", "config_map"):
             if not getattr(self, name).strip():
                 raise ValueError(f"{name} must not be empty")
         if not self.mount_path.startswith("/"):
             raise ValueError(f"mount_path must be absolute, got {self.mount_path!r}")
         if self.run_as_user < 1:
             raise ValueError(f"run_as_user must be a non-root uid (>= 1), got {self.run_as_user}")
+        if self.lock_wait_s < 0:
+            raise ValueError(f"lock_wait_s must be >= 0, got {self.lock_wait_s}")
         if self.container_start_timeout_s <= 0:
             raise ValueError(f"container_start_timeout_s must be > 0, got {self.container_start_timeout_s}")
         if self.gpus_per_task < 1:

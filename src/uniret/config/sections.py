@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Literal
 
 from uniret.utils.names import PLAIN_RULE, is_plain_name
 from uniret.utils.text import excerpt
+
+log = logging.getLogger("uniret.config")
+_WARNED: set[str] = set()  # a settings warning is logged once per process, not once per section load
 
 
 @dataclass
@@ -70,6 +74,17 @@ class DataConfig:
                            ("dev.split", self.dev.split)):
             if not is_plain_name(split):
                 raise ValueError(f"{key}: split {excerpt(split)} must be {PLAIN_RULE}")
+        if ignored := self.ignored_dev_datasets():
+            # params.yaml names a BEIR collection here; on other data it tunes nothing, and no stage fails
+            warning = (f"data.dev.datasets: {', '.join(ignored)} not in data.eval_datasets: ignored (the "
+                       f"fusion is tuned on the {self.train_dataset} dev carve alone)")
+            if warning not in _WARNED:
+                _WARNED.add(warning)
+                log.warning(warning)
+
+    def ignored_dev_datasets(self) -> list[str]:
+        """Names of dev.datasets the stages leave out: those not evaluated (their corpora are not indexed)."""
+        return [n for n in self.dev.datasets if n not in self.eval_datasets]
 
 
 @dataclass
@@ -93,7 +108,7 @@ class ValidateConfig:
     min_text_chars: int = 1
     max_doc_chars: int = 100_000
     max_query_chars: int = 2_000
-    min_score: int = 1
+    min_score: int = 0  # 0: judged not relevant (BEIR's convention; hand-labelled sets use it), counts as such
     max_score: int = 4
     drift: DriftConfig = field(default_factory=DriftConfig)
     fail_on_drift: bool = True
@@ -102,6 +117,8 @@ class ValidateConfig:
     def validate(self) -> None:
         if self.min_score > self.max_score:
             raise ValueError(f"min_score ({self.min_score}) is above max_score ({self.max_score})")
+        if self.max_score < 1:
+            raise ValueError(f"max_score must be >= 1 (relevance is a score >= 1), got {self.max_score}")
         if self.min_text_chars < 0 or self.max_examples < 1:
             raise ValueError("min_text_chars must be >= 0 and max_examples >= 1")
 

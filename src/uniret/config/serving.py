@@ -46,7 +46,10 @@ class ServeConfig:
     request_timeout_s: float = 10.0  # a /search slower than this answers 504
     admin_token: str | None = None  # the env var named by registry.token_env takes precedence
     probe_query: str = "protein folding in cells"  # run on every mode before a bundle goes live
-    watch_interval_s: float = 0.0  # > 0: poll production.json and reload when its version changes
+    # seconds between two polls of the registry's production.json (with jitter, uniret.serving.watch):
+    # every worker and replica reloads when its version changes, whoever the reload call reached.
+    # 0: off, only /admin/reload changes the bundle (one process: refused with workers > 1)
+    watch_interval_s: float = 5.0
     log_level: str = "warning"  # uvicorn's own log level
 
     def validate(self) -> None:
@@ -67,6 +70,9 @@ class ServeConfig:
             raise ValueError("probe_query must be a non-empty query")
         if self.watch_interval_s < 0:
             raise ValueError(f"watch_interval_s must be >= 0, got {self.watch_interval_s}")
+        if self.workers > 1 and self.watch_interval_s == 0:
+            raise ValueError(f"workers {self.workers} needs watch_interval_s > 0: an /admin/reload reaches one "
+                             "worker, the pointer watch brings the others to the promoted bundle")
         if self.admin_token is not None and not self.admin_token:
             raise ValueError("admin_token must be null or a non-empty string")
 
@@ -176,7 +182,9 @@ class BenchStageConfig:
 class BenchConfig:
     """The `bench` section: which queries, how many repetitions, which curves."""
 
-    dataset: str = "scifact"  # queries (and qrels for nDCG@10) come from this dataset's split
+    # queries (and qrels for nDCG@10) come from this dataset's split; None: data.train_dataset, the
+    # data the bundle was built for (uniret.bench.runner.bench_config resolves it)
+    dataset: str | None = None
     split: str = "test"
     max_queries: int | None = None  # None: every query of the split
     warmup_queries: int = 100  # run and discarded before each timed series (JIT, caches, lazy opens)

@@ -76,7 +76,13 @@ def qrels_expectations(cfg: ValidateConfig, linked_queries: bool, linked_corpus:
             column="score",
             min_value=cfg.min_score,
             max_value=cfg.max_score,
-            description=f"score is in [{cfg.min_score}, {cfg.max_score}]",
+            description=f"score is in [{cfg.min_score}, {cfg.max_score}]"
+            + (" (0: judged not relevant)" if cfg.min_score <= 0 else ""),
+        ),
+        # scores of 0 are judgments of non-relevance (trec_eval and every metric here count >= 1 as
+        # relevant): a file of zeros alone has nothing to train or evaluate on
+        gxe.ExpectColumnMaxToBeBetween(
+            column="score", min_value=1, description="at least one pair is judged relevant (score >= 1)",
         ),
         gxe.ExpectCompoundColumnsToBeUnique(
             column_list=["query-id", "corpus-id"], description="each (query-id, corpus-id) pair is judged once"

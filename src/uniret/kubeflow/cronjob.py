@@ -1,4 +1,5 @@
-"""k8s/cronjob.yaml takes its schedule and profile from params.yaml `pipeline:` (one scheduler setting).
+"""The opt-in CronJob (k8s/overlays/cronjob/cronjob.yaml) takes its schedule and profile from params.yaml
+`pipeline:` (one scheduler setting).
 
 `pipeline.cron` (6 fields, seconds first, as KFP's recurring run reads it) is the one nightly
 schedule: `uniret pipeline schedule` passes it to Kubeflow, and `uniret pipeline cronjob --write`

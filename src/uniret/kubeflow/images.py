@@ -17,7 +17,7 @@ from uniret.config.pipeline import PipelineConfig
 from uniret.utils.files import atomic_write_text
 
 SERVING_PLACEHOLDER = "uniret-serving"  # k8s/deployment.yaml: serving (params pipeline.serving_image)
-PIPELINE_PLACEHOLDER = "uniret-pipeline"  # k8s/cronjob.yaml: the nightly job (params pipeline.image)
+PIPELINE_PLACEHOLDER = "uniret-pipeline"  # k8s/overlays/cronjob/cronjob.yaml: the nightly job (params pipeline.image)
 IMAGES_KEY = "images:"
 HEADER = "# generated from params.yaml `pipeline:` by `uniret pipeline image --kustomize`; do not edit\n"
 

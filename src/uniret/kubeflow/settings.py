@@ -6,12 +6,21 @@ from kfp import kubernetes
 from kfp.dsl import PipelineTask
 
 from uniret.config.pipeline import PipelineConfig
+from uniret.config.registry import RegistryConfig
 
 WANDB_ENV = "WANDB_API_KEY"
+# the env vars the promote stage reads (registry.token_env, registry.serve_url_env: their defaults;
+# tests/kubeflow checks params.yaml keeps them) and the ConfigMap key of the serve URL
+TOKEN_ENV = RegistryConfig.token_env
+SERVE_URL_ENV = RegistryConfig.serve_url_env
+SERVE_URL_KEY = "UNIRET_SERVE_URL"  # k8s/configmap.yaml
+RELOADING_STAGES = frozenset({"promote"})  # the tasks that call serving: only they get its token
 
 
 def configure_task(task: PipelineTask, stage: str, cfg: PipelineConfig) -> PipelineTask:
-    """Image, resources, GPUs, the shared volume and the W&B secret of `stage`'s task."""
+    """Image, resources, GPUs, the shared volume and the W&B secret of `stage`'s task; the promote
+    task also gets serving's admin token (Secret) and address (ConfigMap), optional both: a cluster
+    without them still runs, and replicas follow the promotion by their pointer watch."""
     task.set_display_name(stage)
     # Stage outputs live on the shared volume, which KFP's cache key cannot see: a cache hit
     # would skip a stage whose inputs changed on disk.
@@ -33,4 +42,9 @@ def configure_task(task: PipelineTask, stage: str, cfg: PipelineConfig) -> Pipel
         secret_key_to_env={cfg.wandb_secret_key: WANDB_ENV},
         optional=cfg.wandb_secret_optional,
     )
+    if stage in RELOADING_STAGES:
+        kubernetes.use_secret_as_env(task, secret_name=cfg.wandb_secret,
+                                     secret_key_to_env={cfg.admin_token_secret_key: TOKEN_ENV}, optional=True)
+        kubernetes.use_config_map_as_env(task, config_map_name=cfg.config_map,
+                                         config_map_key_to_env={SERVE_URL_KEY: SERVE_URL_ENV}, optional=True)
     return task

@@ -5,6 +5,11 @@ stages share: `artifacts/` (stage outputs), `params.yaml` (relative params paths
 registry resolve next to it, so they land on the volume too) and optionally `data/` with one
 folder per data version. Components pass only small values; the stage function reads and
 writes the workdir exactly as `uniret <stage>` does.
+
+Every task runs its stage under the nightly lock (params `nightly.lock_file`, on the volume), the
+lock `uniret nightly` holds for a whole run: a CronJob nightly and a Kubeflow task never write the
+workdir at once. A task that finds the lock held waits up to `pipeline.lock_wait_s`, then fails
+naming the holder.
 """
 
 from __future__ import annotations
@@ -15,17 +20,22 @@ import json
 import logging
 import os
 import shutil
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from uniret.config.loader import PROFILE_KEY, ConfigError, merge_overrides
 from uniret.config.params import Params
+from uniret.config.paths import resolve_path
 from uniret.config.recipe_files import RECIPES_DIR
 from uniret.core.errors import DataError, DataProblem, StageFailed
 from uniret.core.jsonio import read_json
 from uniret.runtime import MANIFEST, StageContext, make_context
 from uniret.stages import run_stage
+from uniret.utils.locks import LockHeld, file_lock
 
 log = logging.getLogger("uniret.kubeflow")
 
@@ -36,6 +46,7 @@ RECIPE_SECTION = "model"  # params `model.recipe` names the active recipe
 WORKDIR_PARAMS = "params.yaml"
 WORKDIR_DATA = "data"
 WORKDIR_ARTIFACTS = "artifacts"
+LOCK_POLL_S = 5.0  # how often a task waiting for the nightly lock tries again
 
 
 @dataclass
@@ -139,6 +150,27 @@ def active_recipe(ctx: StageContext) -> str:
     return str(ctx.params.resolved(RECIPE_SECTION).get("recipe") or "")
 
 
+@contextmanager
+def nightly_lock(ctx: StageContext, wait_s: float, poll_s: float = LOCK_POLL_S) -> Iterator[Path]:
+    """Hold the nightly lock (params nightly.lock_file) for the block, waiting up to `wait_s` for it;
+    StageFailed naming the holder when it stays held."""
+    path = resolve_path(ctx.params, ctx.params.section("nightly").lock_file)
+    deadline = time.monotonic() + wait_s
+    stack = ExitStack()
+    while True:
+        try:
+            stack.enter_context(file_lock(path, blocking=False))
+            break
+        except LockHeld as exc:
+            if time.monotonic() >= deadline:
+                raise StageFailed(f"the nightly lock stayed held for {wait_s:g} s (pipeline.lock_wait_s): {exc}; "
+                                  "a `uniret nightly` (the CronJob) or another task runs on this volume") from exc
+            log.info("waiting for the nightly lock: %s", exc)
+            time.sleep(min(poll_s, max(deadline - time.monotonic(), 0.0)))
+    with stack:
+        yield path
+
+
 def run_task(req: TaskRequest) -> tuple[StageContext, dict[str, Any]]:
     """Run the stage of `req` on its workdir; return the context and the stage's manifest."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -148,7 +180,8 @@ def run_task(req: TaskRequest) -> tuple[StageContext, dict[str, Any]]:
     os.environ[DATA_VERSION_ENV] = req.data_version
     log.info("task %s: profile %s, recipe %r, data version %r, workdir %s", req.stage, ctx.profile,
              os.environ[RECIPE_ENV], req.data_version, req.workdir)
-    run_stage(req.stage, ctx)
+    with nightly_lock(ctx, ctx.params.section("pipeline").lock_wait_s):
+        run_stage(req.stage, ctx)
     return ctx, read_json(ctx.stage_dir(req.stage) / MANIFEST)
 
 

@@ -1,7 +1,13 @@
 """The nightly retraining run: refresh, `dvc repro`, gate against production, promote, report.
 
 Exit codes (also in `uniret nightly --help`): 0 promoted (or the candidate already is
-production), 3 blocked by the gate, 1 failed, 75 another nightly run holds the lock.
+production), 3 blocked (by the gate, or because a rollback rejected the candidate's content),
+4 promotion paused, 1 failed, 75 another nightly run holds the lock.
+
+Before promoting, the run reads the registry's control state (uniret.registry.control): while
+promotion is paused (`uniret registry pause`, or params `nightly.promote: false`) every stage, the
+gate and the report still run and nothing is promoted; a candidate whose content a rollback
+rejected is not promoted again and the summary names that rollback and its time.
 """
 
 from __future__ import annotations
@@ -19,13 +25,23 @@ from uniret.config.nightly import NightlyConfig
 from uniret.config.paths import params_dir, resolve_path
 from uniret.core.errors import StageFailed
 from uniret.core.jsonio import read_json
-from uniret.ops.nightly_codes import EXIT_BLOCKED, EXIT_FAILED, EXIT_LOCKED, EXIT_PROMOTED  # noqa: F401 - the CLI's codes
+from uniret.ops.nightly_codes import (  # noqa: F401 - the CLI's codes
+    EXIT_BLOCKED,
+    EXIT_FAILED,
+    EXIT_LOCKED,
+    EXIT_PAUSED,
+    EXIT_PROMOTED,
+)
 from uniret.ops.nightly_metrics import record_outcome
 from uniret.ops.nightly_notify import notify_outcome
+from uniret.registry.configured import registry_root
+from uniret.registry.control import read_control
+from uniret.registry.pointer import read_pointer
 from uniret.runtime import ARTIFACTS_ENV, StageContext
 from uniret.stages import run_stage
-from uniret.stages.gate import DECISION_JSON
+from uniret.stages.gate import DECISION_JSON, INDEX_BUNDLE
 from uniret.stages.promote import blocked_summary
+from uniret.utils.files import hash_path
 from uniret.utils.locks import HeldLock, LockHeld, file_lock
 from uniret.utils.parent_watch import NIGHTLY_PID_ENV, die_with_parent
 
@@ -116,11 +132,17 @@ def _steps(ctx: StageContext, cfg: NightlyConfig, supervisor: Supervisor) -> Nig
     out.steps.append("gate: decided")
     decision = read_json(ctx.stage_dir("gate") / DECISION_JSON)
     passed = decision.get("passed") is True
-    if passed and cfg.promote:
+    gate_says = "gate passed" if passed else blocked_summary(decision).removeprefix("skipped: ")
+    held = promotion_held(ctx, cfg, passed)
+    if held is not None:
+        out.code, out.summary = held[0], f"{held[1]}; {gate_says}" if held[0] == EXIT_PAUSED else held[1]
+        out.steps.append("promote: not run")
+    elif passed:
         result = run_stage("promote", ctx)
         out.steps.append(f"promote: {result.get('status')} {result.get('version', '')}".rstrip())
-    out.code = EXIT_PROMOTED if passed else EXIT_BLOCKED
-    out.summary = "promoted" if passed else f"blocked: {blocked_summary(decision).removeprefix('skipped: ')}"
+        out.code, out.summary = EXIT_PROMOTED, "promoted"
+    else:
+        out.code, out.summary = EXIT_BLOCKED, f"blocked: {gate_says}"
     if cfg.report:
         try:
             run_stage("report", ctx)
@@ -130,6 +152,25 @@ def _steps(ctx: StageContext, cfg: NightlyConfig, supervisor: Supervisor) -> Nig
             out.steps.append(f"report: failed: {exc}")
             out.code, out.summary = EXIT_FAILED, f"{out.summary}; report failed: {exc}"
     return out
+
+
+def promotion_held(ctx: StageContext, cfg: NightlyConfig, passed: bool) -> tuple[int, str] | None:
+    """(exit code, summary) when this run must not promote though the DAG ran: promotion paused
+    (registry control or params nightly.promote: false; whatever the gate decided), or a passed
+    candidate whose content a rollback rejected. None: promote when the gate passed."""
+    root = registry_root(ctx.params)
+    control = read_control(root)  # a damaged control.json fails the run: never promote on a guess
+    pointer = read_pointer(root)
+    stays = f"production stays {pointer['version']}" if pointer else "nothing is in production"
+    if not cfg.promote:
+        return EXIT_PAUSED, f"paused: params nightly.promote is false; {stays}"
+    if control.paused:
+        return EXIT_PAUSED, f"paused: {control.pause_text()}; {stays}"
+    if passed and control.rejected:
+        refusal = control.refusal(hash_path(ctx.require("index") / INDEX_BUNDLE))
+        if refusal is not None:
+            return EXIT_BLOCKED, f"blocked: the candidate is not promoted again: {refusal}; {stays}"
+    return None
 
 
 def run_nightly(ctx: StageContext, cfg: NightlyConfig, lock_file: str | None = None) -> NightlyOutcome:

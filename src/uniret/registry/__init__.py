@@ -1,5 +1,5 @@
 """Bundle registry: publishing, the production pointer, the promotion gate (rules and their config),
-promotion, rollback, serving notification."""
+promotion, rollback (which stays: rejected content), pause/resume, serving notification."""
 
 from uniret.utils.lazy import lazy_exports
 
@@ -13,6 +13,8 @@ _EXPORTS = {
     "registry_config": "configured",
     "registry_root": "configured",
     "serving_from": "configured",
+    "Control": "control",
+    "read_control": "control",
     "RegistryError": "errors",
     "GateInputs": "gate",
     "decide": "gate",

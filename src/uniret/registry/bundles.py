@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any

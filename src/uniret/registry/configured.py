@@ -7,7 +7,8 @@ from pathlib import Path
 
 from uniret.config.params import Params
 from uniret.config.paths import resolve_path
-from uniret.config.registry import RegistryConfig
+from uniret.config.registry import RegistryConfig, is_http_url
+from uniret.core.errors import ConfigError
 from uniret.registry.promotion import Serving
 
 
@@ -21,7 +22,11 @@ def registry_root(params: Params, override: str | None = None) -> Path:
 
 
 def serving_from(params: Params, serve_url: str | None = None) -> Serving:
-    """Reload target: `serve_url` (CLI) or params; the bearer token from the configured env var."""
+    """Reload target: `serve_url` (CLI), else $UNIRET_SERVE_URL (registry.serve_url_env), else params
+    registry.serve_url; the bearer token from the env var registry.token_env names."""
     cfg = registry_config(params)
-    return Serving(url=serve_url or cfg.serve_url, token=os.environ.get(cfg.token_env) or None,
+    from_env = os.environ.get(cfg.serve_url_env) or None
+    if from_env is not None and not is_http_url(from_env):
+        raise ConfigError(f"${cfg.serve_url_env}: must start with http:// or https://, got {from_env!r}")
+    return Serving(url=serve_url or from_env or cfg.serve_url, token=os.environ.get(cfg.token_env) or None,
                    timeout_s=cfg.notify_timeout_s)

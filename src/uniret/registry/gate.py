@@ -9,8 +9,10 @@ skipped checks are listed in the decision, never counted as passes.
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
+import logging
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from uniret.config.gate import GateConfig
@@ -18,6 +20,8 @@ from uniret.evaluation.macros import ZERO_SHOT_MACRO, zero_shot_datasets
 from uniret.evaluation.noninferiority import noninferiority, threshold_worse
 from uniret.registry.bundles import read_manifest
 from uniret.registry.pointer import read_pointer
+
+log = logging.getLogger("uniret.gate")
 
 Status = Literal["pass", "fail", "skipped"]
 QueryScores = dict[str, dict[str, float]]  # dataset -> query -> the gate metric
@@ -97,6 +101,8 @@ class Decision:
     checks: list[Check]
     production_scores: str | None = None  # where production's scores came from, in words...
     production_scores_kind: str | None = None  # ...and as a ScoresKind
+    # how the per-dataset settings met this run's datasets (defaults taken, names ignored): settings_notes
+    notes: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -118,6 +124,7 @@ class Decision:
             "production_scores": self.production_scores,
             "production_scores_kind": self.production_scores_kind,
             "checks": [c.to_dict() for c in self.checks],
+            "notes": list(self.notes),
         }
 
 
@@ -129,6 +136,34 @@ def resolve_gate_config(params) -> GateConfig:
         return cfg
     recipe = params.section("model").recipe
     return dataclasses.replace(cfg, candidate_system=params.section("training").plan(recipe).serve_mode)
+
+
+# the gate's settings keyed by dataset name, with the default a dataset without an entry gets
+PER_DATASET = (("min_score_per_dataset", "min_score"), ("regression_margins", "regression_margin"))
+
+
+def settings_notes(cfg: GateConfig, datasets: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(notes, warnings) on the per-dataset settings against this run's evaluated `datasets`.
+
+    params.yaml keys floors and margins by the BEIR collections' names. A dataset without an entry
+    takes the default (a note); names that match no evaluated dataset are ignored (a warning: on your
+    own data these are usually BEIR names left in place). Nothing here fails the gate.
+    """
+    notes, warnings = [], []
+    evaluated = sorted(datasets)
+    for mapping, default in PER_DATASET:
+        named = getattr(cfg, mapping)
+        if not named:
+            continue
+        defaulted = [d for d in evaluated if d not in named]
+        if defaulted:
+            notes.append(f"gate.{mapping} has no entry for {', '.join(defaulted)}: gate.{default} "
+                         f"({getattr(cfg, default):g}) applies")
+        ignored = sorted(set(named) - set(evaluated))
+        if ignored:
+            warnings.append(f"gate.{mapping} names {', '.join(ignored)}, not among the evaluated datasets "
+                            f"({', '.join(evaluated) or 'none'}): ignored")
+    return notes, warnings
 
 
 def _check(name: str, dataset: str | None, value: float, threshold: float, ok: bool, reason: str) -> Check:
@@ -418,13 +453,17 @@ def decide(cfg: GateConfig, inputs: GateInputs) -> Decision:
                                 inputs.train_dataset)
     checks += sparsity_checks(cfg, inputs.index_metrics, inputs.absent.get("index"))
     checks += budget_checks(cfg, inputs)
+    notes, warnings = settings_notes(cfg, list(inputs.metrics.get("datasets") or {}))
+    for warning in warnings:
+        log.warning("gate: %s", warning)
+    notes = [*warnings, *notes]
     prod = inputs.production
     if prod is None:
-        return Decision(candidate=cfg.candidate_system, production=None, checks=checks)
+        return Decision(candidate=cfg.candidate_system, production=None, checks=checks, notes=notes)
     text = SCORES_TEXT[prod.kind]
     scores = prod.why if prod.kind == "unavailable" else (f"{text} ({prod.why})" if prod.why else text)
     return Decision(candidate=cfg.candidate_system, production=prod.version, checks=checks,
-                    production_scores=scores, production_scores_kind=prod.kind)
+                    production_scores=scores, production_scores_kind=prod.kind, notes=notes)
 
 
 def decision_markdown(decision: Decision) -> str:
@@ -449,6 +488,8 @@ def decision_markdown(decision: Decision) -> str:
         interval = "" if c.interval is None else f"[{c.interval[0]:+.4f}, {c.interval[1]:+.4f}]"
         lines.append(f"| {c.name} | {c.dataset or ''} | {c.rule or ''} | {value} | {interval} | {threshold} "
                      f"| {c.status} | {c.reason} |")
+    if decision.notes:
+        lines += ["", "## Per-dataset settings", ""] + [f"- {n}" for n in decision.notes]
     return "\n".join(lines) + "\n"
 
 

@@ -2,3 +2,4 @@
 
 POINTER = "production.json"
 BUNDLES = "bundles"
+CONTROL = "control.json"  # what people decided about promotion: a pause, rejected content (uniret.registry.control)

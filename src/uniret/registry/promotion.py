@@ -1,6 +1,10 @@
 """Promotion and rollback: publish, flip the production pointer, apply retention, push the registry,
 tell serving.
 
+A rollback records the withdrawn bundle's content as rejected, and promotion refuses rejected
+content and any content while the registry is paused (uniret.registry.control), both decided
+under the same lock as the flip.
+
 The pointer flip is the commit point. Retention (registry.keep_history), `dvc push` and the reload
 call come after it: when any fails, the result says so and the promotion (or rollback) stands.
 `on_change(bundle folder)` runs right after the flip, under the same lock, so that an engine's
@@ -16,10 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from uniret.registry import bundles
+from uniret.registry.control import PromotionHeld, read_control, reject_locked
 from uniret.registry.dvc_sync import push_registry
 from uniret.registry.errors import RegistryError
-from uniret.registry.notify import NotifyResult, notify_reload
 from uniret.registry.integrity import require_sound_entries
+from uniret.registry.layout import BUNDLES
+from uniret.registry.notify import NotifyResult, notify_reload
 from uniret.registry.pointer import PROMOTE_HINT, point_back, point_to, read_pointer, registry_lock
 from uniret.registry.retention import prune_locked
 from uniret.utils.files import hash_path
@@ -51,6 +57,8 @@ class PromotionResult:
     pruned: list[str] = field(default_factory=list)  # bundles deleted by retention (registry.keep_history)
     retention: str = "not attempted"  # what retention did, or why it did not
     engine: str = "not configured"  # what on_change did (the Milvus alias), or why it failed
+    # a rollback: the withdrawn content recorded as rejected (promotion refuses it), or why not
+    rejected: str = "not applicable"
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: v for k, v in self.__dict__.items() if k != "notify"}
@@ -96,7 +104,8 @@ def promote(
     The lineage's `parent` is set to the production version found under the registry lock.
     Promoting content that already is production changes nothing (idempotent reruns). A current
     production that is not a published bundle passing verification is refused before anything is
-    published (it would enter the rollback history).
+    published (it would enter the rollback history). PromotionHeld (nothing changes) while the
+    registry is paused or when a rollback rejected this content (uniret.registry.control).
     `keep_history`: after the flip, under the same lock, delete every bundle but production and
     that many of its rollback history (uniret.registry.retention); None keeps every bundle.
     `attachments`: folders published with the bundle (bundles.publish).
@@ -116,6 +125,9 @@ def promote(
             log.info("bundle %s (same content) already is production: nothing to promote", existing)
             return PromotionResult("promote", existing, previous, False, False, current, "skipped: no change",
                                    engine=_engine_change(on_change, root, existing))
+        refusal = read_control(root).refusal(content_hash)
+        if refusal is not None:
+            raise PromotionHeld(f"{root}: not promoted: {refusal}")
         published = existing is None
         if published:
             existing = bundles.publish(root, source, evaluation=evaluation, decision=decision,
@@ -145,17 +157,39 @@ def _retain(root: Path, keep_history: int | None, verified: frozenset[str]) -> t
     return deleted, f"kept production + {keep_history} of its history, deleted {len(deleted)}"
 
 
+def _reject_withdrawn(root: Path, version: str, reason: str) -> str:
+    """Record the withdrawn bundle's content as rejected (caller holds the lock); what was recorded or why not."""
+    try:
+        content_hash = bundles.read_manifest(root / BUNDLES / version).get("bundle_hash")
+    except RegistryError as exc:
+        content_hash, why = None, str(exc)
+    else:
+        why = "its manifest records no bundle_hash"
+    if not isinstance(content_hash, str) or not content_hash:
+        log.warning("rollback: %s not recorded as rejected: %s", version, why)
+        return f"not recorded: {why}"
+    try:
+        rejection = reject_locked(root, content_hash, version, reason)
+    except (OSError, RegistryError) as exc:  # the rollback itself stands: it is what on-call needed
+        log.error("rollback: %s not recorded as rejected (the rollback stands): %s", version, exc)
+        return f"failed: {exc}"
+    return f"content {content_hash[:12]} of {version} at {rejection.rolled_back_at}"
+
+
 def rollback(root: str | Path, *, serving: Serving | None = None, dvc_push: bool = True,
-             on_change: OnChange | None = None) -> PromotionResult:
-    """Restore the previous production bundle; a clear RegistryError when there is none.
-    `on_change`: as for `promote`, on the restored bundle."""
+             on_change: OnChange | None = None, reason: str = "") -> PromotionResult:
+    """Restore the previous production bundle and record the withdrawn bundle's content as rejected
+    (with `reason`), so promotion refuses it until `uniret registry lift`; a clear RegistryError
+    when there is no previous bundle. `on_change`: as for `promote`, on the restored bundle."""
     root, serving = Path(root), serving or Serving()
     if not root.is_dir():
         raise RegistryError(f"{root}: registry not found: nothing to roll back")
     with registry_lock(root):
         pointer, withdrawn = point_back(root)
+        # under the same lock as the flip: no promotion can slip in between and re-promote it
+        rejected = _reject_withdrawn(root, withdrawn["version"], reason)
         engine = _engine_change(on_change, root, pointer["version"])
-    log.info("rolled back production: %s -> %s", withdrawn["version"], pointer["version"])
+    log.info("rolled back production: %s -> %s (rejected: %s)", withdrawn["version"], pointer["version"], rejected)
     dvc, notified = _after_change(root, pointer["version"], serving, dvc_push)
     return PromotionResult("rollback", pointer["version"], withdrawn["version"], False, True, pointer, dvc, notified,
-                           engine=engine)
+                           engine=engine, rejected=rejected)

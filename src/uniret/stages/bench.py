@@ -16,7 +16,7 @@ from typing import Any
 
 from uniret.bench.production import beside_production
 from uniret.bench.report import JSON_FILE, write_results
-from uniret.bench.runner import SECTIONS, bench_queries, run_bench
+from uniret.bench.runner import SECTIONS, bench_config, bench_queries, run_bench
 from uniret.config.serving import BenchConfig
 from uniret.registry.configured import registry_root
 from uniret.registry.gate import latency_mode, resolve_gate_config
@@ -94,7 +94,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
         raise FileNotFoundError(f"{bundle}: no index bundle; run `uniret index` first")
     verified_bundle(bundle, None, "not measured")  # the index stage's checksums, before any timing
     mode = latency_mode(resolve_gate_config(ctx.params))
-    base: BenchConfig = ctx.params.section("bench")
+    base = bench_config(ctx.params)
     cfg = stage_config(base, mode)
     skip = set(SECTIONS) - set(base.stage.sections)
     with stage_output(ctx, STAGE, sections=["bench"], inputs={"bundle": bundle}) as (out, manifest):
