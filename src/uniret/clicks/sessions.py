@@ -6,7 +6,7 @@ the positions clicked, and the ranker that produced the list (the bundle version
 arm label). `Sessions` holds many and aggregates them into per-(query, doc, position) counts, the
 form every estimator works on.
 
-`sessions_from_ubi` joins UBI 1.3.0 query records and events (/work/notes contract; positions
+`sessions_from_ubi` joins UBI 1.3.0 query records and events (docs/learning-loop.md; positions
 1-based). The rule: an answer's shown depth is the deepest `impression` event's ordinal when the
 answer has impression events, else every hit of the query record (`query_response_hit_ids`: what
 serving returned is what the client rendered); a click deeper than that extends it (a click proves

@@ -1,4 +1,4 @@
-"""The UBI 1.3.0 record shapes uniret writes and accepts (/work/notes contract; docs/learning-loop.md).
+"""The UBI 1.3.0 record shapes uniret writes and accepts (docs/learning-loop.md).
 
 A query record is built by serving (`query_record`); an event comes from a client and is checked
 by `validate_event`, which returns it normalised (timestamp in UTC with a `Z`) or raises
