@@ -33,7 +33,8 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
         "clicks",  # click models: ULTRA's protocol, sessions from UBI, PBM EM, intervention harvesting, COEC, IPS
     })),
     ("stages", frozenset({"stages"})),  # one module per DAG stage
-    ("entry", frozenset({"cli", "__main__", "commands", "kubeflow", "ops"})),  # what users and schedulers run
+    # what users and schedulers run; loop: the N-night learning loop in simulation (it drives the stages)
+    ("entry", frozenset({"cli", "__main__", "commands", "kubeflow", "ops", "loop"})),
 ]
 ENTRY_POINTS = frozenset({"stages"}) | LAYERS[-1][1]
 DOMAIN = LAYERS[5][1]

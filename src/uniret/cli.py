@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "uniret.commands.results_cmd",
     "uniret.commands.gate_study_cmd",
     "uniret.commands.simulate_cmd",
+    "uniret.commands.loop_cmd",
 ]
 
 # stages run by the command of the same name with --stage (`uniret bench --stage`): the command

@@ -1,12 +1,11 @@
-"""The feedback stage's pieces on hand-made sessions: the window, COEC, the pairs and their IPS weights."""
+"""The feedback stage's pieces on hand-made sessions: the window, the propensities it uses and the pairs."""
 
 from __future__ import annotations
 
 from datetime import date
 
-import pytest
-
-from uniret.feedback.derive import ClickModel, Session, coec, pairs
+from uniret.clicks.sessions import Impression, Sessions, query_key
+from uniret.feedback.derive import derive
 from uniret.feedback.spans import choose_window, closed
 
 
@@ -20,28 +19,27 @@ def test_window_holds_out_the_newest_closed_day_and_never_trains_on_it():
     assert choose_window(["2026-12-01"], 7).train == () and choose_window([], 7).heldout is None
 
 
-def _session(query: str, hits: str, shown: int, clicked: set[int]) -> Session:
-    return Session("id", "client", query, list(hits), set(range(1, shown + 1)), clicked)
+def _imp(query: str, hits: str, clicked: set[int], ranker: str = "r1") -> Impression:
+    return Impression(query_key(query), query, tuple(hits), frozenset(clicked), ranker, client_id="c")
 
 
-def test_coec_divides_clicks_by_impressions_times_the_ctr_of_the_best_rank():
-    sessions = [_session("a", "xyz", 3, {1}), _session("a", "yxz", 3, set()), _session("b", "zxy", 3, {2})]
-    # CTR per position over all traffic: rank 1: 1/3, rank 2: 1/3, rank 3: 0
-    got = coec(sessions, depth=3, min_impressions=1)
-    key_a = sessions[0].key
-    assert got[(key_a, "x")] == pytest.approx(1 / (2 * (1 / 3)))  # best rank 1, shown twice, clicked once
-    assert got[(key_a, "y")] == 0.0
-    assert got[(sessions[2].key, "x")] == pytest.approx(1 / (1 * (1 / 3)))
-    assert (key_a, "z") not in got  # its best rank (3) was never clicked: no expected clicks to divide by
-    assert coec(sessions, depth=3, min_impressions=2).keys() == {(key_a, "x"), (key_a, "y")}
+def test_swaps_are_harvested_and_a_rank_no_swap_links_gets_no_ips_weight():
+    # ranks 1 and 2 swap their docs across two rankers (an intervention); rank 3 never moves
+    train = Sessions([_imp("q", "abc", {1}, "r1"), _imp("q", "bac", {1}, "r2")] * 20 +
+                     [_imp("q", "abc", {2}, "r1"), _imp("q", "bac", set(), "r2")] * 10 + [_imp("q", "abc", {3})])
+    got = derive(train, Sessions([_imp("q", "abc", {1})]), depth=3, em_iterations=50, clip=10.0,
+                 coec_min_impressions=1)
+    assert got.estimators == ["harvest", "harvest", None]
+    assert "ranks [3]" in got.propensity_note and got.table()[2]["em_relative"] is not None
+    ips = {p.position: p.weight for p in got.ips.pairs}
+    assert ips[1] == 1.0 and ips[2] == min(1 / got.propensities.at(2), 10.0) and 3 not in ips
+    assert sum(got.ips.left_out.values()) == 1  # the rank-3 click: counted, never weighted by a guess
+    assert {p.weight for p in got.naive.pairs} == {1.0} and len(got.naive.pairs) == len(got.ips.pairs) + 1
+    assert {p.client_id for p in got.ips.pairs} == {"c"}
+    assert got.heldout_coec is not None and got.heldout_coec.ratings  # the held-out day is judged
 
 
-def test_pairs_put_each_click_over_each_skipped_result_with_clipped_ips_weights():
-    model = ClickModel(theta={1: 0.8, 2: 0.4, 3: 0.04}, gamma={}, iterations=1)
-    sessions = [_session("q", "abc", 3, {2, 3})]
-    got = {(p["positive"], p["negative"]): p["weight"] for p in pairs(sessions, 3, model, clip=10.0)}
-    assert got == {("b", "a"): 2.0, ("c", "a"): 10.0}  # 0.8/0.04 = 20, clipped at 10
-    naive = pairs(sessions, 3, None, clip=10.0)
-    assert {p["weight"] for p in naive} == {1.0} and len(naive) == 2
-    # no impression logged: the results down to the deepest click count as seen
-    assert pairs([Session("i", "c", "q", list("abc"), set(), {2})], 3, None, 10.0)[0]["negative"] == "a"
+def test_no_training_clicks_means_no_pairs_and_says_why():
+    got = derive(Sessions([_imp("q", "abc", set())]), Sessions([]), 3, 10, 10.0, 1)
+    assert got.propensities is None and not got.ips.pairs and "no click" in got.propensity_note
+    assert got.heldout_coec is None and got.table()[0]["relative"] is None

@@ -49,8 +49,9 @@ def _event(action: str, query_id: str, client: str, day: str, second: int, doc: 
 
 
 def write_span(log_dir: Path, day: str, sessions: int, docs: list[str], queries: list[tuple[str, set[str]]],
-               seed: int) -> tuple[list[str], list[str]]:
-    """One day of sessions (query record + impressions + PBM clicks) as JSON lines; returns (query lines, event lines)."""
+               seed: int, writer: str = "host-1-1") -> tuple[list[str], list[str]]:
+    """One day of sessions (query record + impressions + PBM clicks) as JSON lines in `writer`'s file;
+    returns (query lines, event lines)."""
     rng = random.Random(seed)
     qlines, elines = [], []
     for n in range(sessions):
@@ -58,7 +59,8 @@ def write_span(log_dir: Path, day: str, sessions: int, docs: list[str], queries:
         pool = sorted(relevant)[:3] + random.Random(text).sample(docs, DEPTH)  # the same candidates per query
         hits = list(dict.fromkeys(pool))[:DEPTH]
         rng.shuffle(hits)  # in random orders: examination and relevance are not confounded
-        qid, client, second = f"{day}-q{n}", f"client-{day}-{n % 17}", 60 + n * 7
+        qid = f"{day}-q{n}" if writer == "host-1-1" else f"{day}-{writer}-q{n}"
+        client, second = f"client-{day}-{n % 17}", 60 + n * 7
         qlines.append(json.dumps({
             "application": "uniret", "query_id": qid, "client_id": client, "user_query": text,
             "timestamp": _stamp(day, second), "object_id_field": "doc_id", "query_response_id": f"r-{qid}",
@@ -70,7 +72,7 @@ def write_span(log_dir: Path, day: str, sessions: int, docs: list[str], queries:
     for kind, lines in (("ubi_queries", qlines), ("ubi_events", elines)):
         folder = log_dir / kind / day
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "host-1-1.jsonl").write_text("".join(line + "\n" for line in lines))
+        (folder / f"{writer}.jsonl").write_text("".join(line + "\n" for line in lines))
     return qlines, elines
 
 
@@ -123,7 +125,7 @@ def nfcorpus_ctx(tmp_path_factory, repo_root, shared_data):
     def make(artifacts: Path, **feedback_cfg) -> StageContext:
         params = copy.deepcopy(raw)
         params["feedback"].update(feedback_cfg)
-        if artifacts != base.artifacts:
+        if artifacts != base.artifacts and not (artifacts / "validate").exists():
             (artifacts / "validate").parent.mkdir(parents=True, exist_ok=True)
             os.symlink(base.artifacts / "validate", artifacts / "validate")
         return StageContext(Params(raw=params, profile="tiny", path=base.params.path), base.data_root, artifacts)
@@ -189,6 +191,31 @@ def test_window_pairs_judgments_and_propensities(nfcorpus_ctx, slice_material, t
         assert any(float(r[2]) > 0 for r in rows)  # not all zero
     spans = json.loads((out / feedback.SPANS_JSON).read_text())
     assert set(spans["spans"]) == {_day(3), _day(2), _day(1)} and all(s["hashes"] for s in spans["spans"].values())
+
+
+def test_an_unchanged_window_leaves_the_output_untouched(nfcorpus_ctx, slice_material, tmp_path):
+    """The stage always runs under DVC; rewriting an identical result would rerun the index stage every night."""
+    make, _ = nfcorpus_ctx
+    docs, queries = slice_material
+    logs = tmp_path / "logs"
+    for offset in (2, 1):
+        write_span(logs, _day(offset), 60, docs, queries, seed=offset)
+    art = tmp_path / "art"
+    feedback.run(make(art, log_dir=str(logs)))
+    manifest = art / "feedback" / MANIFEST
+    before = (manifest.read_bytes(), manifest.stat().st_mtime_ns)
+    feedback.run(make(art, log_dir=str(logs)))
+    assert (manifest.read_bytes(), manifest.stat().st_mtime_ns) == before
+    feedback.run(make(art, log_dir=str(logs), clip=5.0))  # another setting: derived again
+    assert json.loads(manifest.read_text())["params"]["feedback"]["clip"] == 5.0
+    write_span(logs, _day(1), 5, docs, queries, seed=99, writer="late")  # a span changed: derived again
+    assert feedback.run(make(art, log_dir=str(logs), clip=5.0))["train_sessions"] == 60
+    assert json.loads(manifest.read_text())["metrics"]["heldout_sessions"] == 65
+    skipped = make(tmp_path / "none", log_dir=None)
+    feedback.run(skipped)
+    first = (tmp_path / "none" / "feedback" / MANIFEST).stat().st_mtime_ns
+    feedback.run(skipped)
+    assert (tmp_path / "none" / "feedback" / MANIFEST).stat().st_mtime_ns == first
 
 
 def test_a_day_with_30_percent_garbage_keeps_every_valid_record(nfcorpus_ctx, slice_material, tmp_path):

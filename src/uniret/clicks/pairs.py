@@ -30,6 +30,7 @@ class ClickPair:
     position: int  # 1-based rank at which it was clicked
     weight: float  # IPS weight (debiased arm) or 1.0 (naive arm)
     ranker: str
+    client_id: str = ""  # whose click (feedback forget rebuilds the pairs without a forgotten client)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -60,7 +61,7 @@ def ips_pairs(sessions: Sessions, propensities: Propensities, clip: float) -> Pa
                 left_out[f"rank {p}: propensity not identified by the logs"] += 1
             else:
                 out.append(ClickPair(imp.query_key, imp.query, imp.doc_ids[p - 1], p,
-                                     propensities.weight(p, clip), imp.ranker))
+                                     propensities.weight(p, clip), imp.ranker, imp.client_id))
     return PairSet(out, dict(left_out))
 
 
@@ -75,5 +76,5 @@ def naive_pairs(sessions: Sessions, depth: int) -> PairSet:
             if p > depth:
                 left_out[DEEPER] += 1
             else:
-                out.append(ClickPair(imp.query_key, imp.query, imp.doc_ids[p - 1], p, 1.0, imp.ranker))
+                out.append(ClickPair(imp.query_key, imp.query, imp.doc_ids[p - 1], p, 1.0, imp.ranker, imp.client_id))
     return PairSet(out, dict(left_out))

@@ -18,6 +18,9 @@ class FeedbackConfig:
     events_burst: int = 200  # per-client bucket size: events a client may send at once
     max_clock_skew_s: float = 300.0  # an event timestamp further in the future is refused (422)
     recent_queries: int = 20000  # query_id -> hits kept in serving memory to check events (0: no check)
+    # share of logged answers with two adjacent results swapped (RandPair): swaps identify the examination
+    # propensities (uniret.clicks.randpair); 0: never. Costs nDCG on that share (results/loop/)
+    randpair_share: float = 0.0
 
     # --- the feedback stage (uniret.stages.feedback) ---
     window_days: int = 7  # training spans: the closed days t-N .. t-1 before the held-out day t
@@ -36,6 +39,8 @@ class FeedbackConfig:
         for name in ("retention_days", "window_days", "depth", "em_iterations", "coec_min_impressions"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if not 0.0 <= self.randpair_share <= 1.0:
+            raise ValueError(f"randpair_share must be in [0, 1], got {self.randpair_share}")
         if not 0.0 <= self.reject_share_max <= 1.0:
             raise ValueError(f"reject_share_max must be in [0, 1], got {self.reject_share_max}")
         if self.clip < 1.0:

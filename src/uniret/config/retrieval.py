@@ -314,8 +314,20 @@ class StaticQueryConfig:
     finetune_batch_size: int = 64
     finetune_temperature: float = 0.05
     finetune_anchor: float = 1.0  # weight of the distillation (cosine) loss on a batch of pseudo-queries
+    # what it is fine-tuned on: the train split's judged queries (labels) and the feedback stage's
+    # clicks of the training days (ips: IPS-weighted, naive: weight 1, none: not used), each click
+    # example weighted clicks_weight relative to a labelled query; the logged query texts of the
+    # training days join the distillation texts (docs/learning-loop.md)
+    train_labels: bool = True
+    clicks: str = "ips"
+    clicks_weight: float = 1.0
+    logged_queries: bool = True
 
     def validate(self) -> None:
+        if self.clicks not in ("ips", "naive", "none"):
+            raise ValueError(f"clicks must be ips, naive or none, got {self.clicks!r}")
+        if self.clicks_weight < 0:
+            raise ValueError(f"clicks_weight must be >= 0, got {self.clicks_weight}")
         for name in ("epochs", "batch_size", "init_batch", "min_words", "max_words", "finetune_batch_size"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")

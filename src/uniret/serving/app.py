@@ -252,8 +252,11 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
                     raise HTTPException(500, f"search failed in mode {mode!r}: {type(exc).__name__}") from exc
                 status = 200
                 query_id = req.query_id or str(uuid.uuid4())
-                ubi.log_query(query_id, req.client_id or "anonymous", req.query, [d for d, _ in hits],
-                              {"bundle_version": live.version, "mode": mode, "k": req.k})
+                hits, swapped = ubi.shown_order(hits)
+                attributes = {"bundle_version": live.version, "mode": mode, "k": req.k}
+                if swapped:
+                    attributes["randpair"] = list(swapped)
+                ubi.log_query(query_id, req.client_id or "anonymous", req.query, [d for d, _ in hits], attributes)
                 took_ms = (time.perf_counter() - start) * 1000.0
                 return SearchResponse(query=req.query, query_id=query_id, mode=mode, k=req.k, version=live.version,
                                       took_ms=round(took_ms, 3),

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import threading
 from collections import Counter, OrderedDict
-from typing import Any
+from typing import Any, TypeVar
 
+from uniret.clicks.randpair import rand_pair
 from uniret.config.feedback import FeedbackConfig
 from uniret.serving.limits import ClientRateLimiter
 from uniret.serving.metrics import ServingMetrics
@@ -23,6 +25,7 @@ from uniret.ubi import EVENTS, QUERIES, LogWriter, RecordError, query_record, va
 from uniret.ubi.records import check_shown
 
 log = logging.getLogger("uniret.serving")
+T = TypeVar("T")
 
 
 class EventRejected(Exception):
@@ -70,6 +73,8 @@ class ServingLog:
             )
         self.recent = RecentQueries(self.cfg.recent_queries if self.writer else 0)
         self.limiter = ClientRateLimiter(self.cfg.events_per_s, self.cfg.events_burst)
+        self._rng = random.Random()
+        self._rng_lock = threading.Lock()
 
     @property
     def enabled(self) -> bool:
@@ -83,6 +88,14 @@ class ServingLog:
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
+
+    def shown_order(self, hits: list[T]) -> tuple[list[T], tuple[int, int] | None]:
+        """The order to show: with logging on, two adjacent results swapped on feedback.randpair_share
+        of answers (the 1-based ranks swapped, else None), so the logs identify the propensities."""
+        if self.writer is None or self.cfg.randpair_share <= 0:
+            return hits, None
+        with self._rng_lock:
+            return rand_pair(hits, self.cfg.randpair_share, self._rng, depth=len(hits))
 
     def log_query(self, query_id: str, client_id: str, query: str, hit_ids: list[str],
                   attributes: dict[str, Any]) -> None:

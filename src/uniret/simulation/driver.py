@@ -15,10 +15,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from uniret.bench.http_client import request_json
+from uniret.clicks.protocol import ClickProtocol
 from uniret.config.simulation import SimulateConfig
 from uniret.data.beir import BeirDataset, read_qrels
-from uniret.simulation.protocol import ClickProtocol
 from uniret.simulation.traffic import zipf_stream
 
 APPLICATION = "uniret-simulate"
@@ -50,6 +52,7 @@ def simulate(host: str, port: int, folder: Path, cfg: SimulateConfig, timeout_s:
     ids = sorted(q for q in qrels if q in texts)
     protocol = protocol_for(cfg, qrels)
     rng = random.Random(cfg.seed)
+    click_rng = np.random.default_rng(cfg.seed)
     stream = zipf_stream(ids, cfg.zipf_exponent, cfg.seed)
     shown, clicked, drawn = Counter(), Counter(), Counter()
     failures: Counter = Counter()
@@ -68,7 +71,7 @@ def simulate(host: str, port: int, folder: Path, cfg: SimulateConfig, timeout_s:
                 failures[f"search {status}"] += 1
                 continue
             hits = [h["doc_id"] for h in answer["results"]]
-            ranks = protocol.clicks([qrels[qid].get(doc, 0) for doc in hits], rng)
+            ranks = protocol.sample_clicks([qrels[qid].get(doc, 0) for doc in hits], click_rng)
             session = f"sim-session-{cfg.seed}-{n}"
             events = [_event("impression", answer["query_id"], client, session, doc, r) for r, doc in enumerate(hits, 1)]
             events += [_event("click", answer["query_id"], client, session, hits[r - 1], r) for r in ranks]

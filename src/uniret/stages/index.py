@@ -144,6 +144,27 @@ def _train_pairs(dataset: BeirDataset, others: list[BeirDataset], split: str, de
     return pairs
 
 
+def _feedback_dir(ctx: StageContext) -> Path | None:
+    """artifacts/feedback when the feedback stage ran on logs (None: it skipped, or never ran)."""
+    path = ctx.stage_dir("feedback")
+    if not (path / STAGE_MANIFEST).is_file():
+        return None
+    status = (read_manifest(path).get("metrics") or {}).get("status", "")
+    return path if status == "ok" else None
+
+
+def _with_clicks(pairs, clicks, docs: list):
+    """The labelled pairs (weight 1 each) followed by the click examples (their weights)."""
+    from uniret.training.static_tower import TrainPairs
+
+    if not clicks.texts:
+        return pairs
+    row = {d.id: i for i, d in enumerate(docs)}
+    return TrainPairs(texts=[*pairs.texts, *clicks.texts],
+                      positives=[*pairs.positives, *[[row[d]] for d in clicks.docs]],
+                      weights=[*(pairs.weights or [1.0] * len(pairs.texts)), *clicks.weights])
+
+
 def _static_query(ctx: StageContext, cfg: IndexConfig, model, tokenizer, dataset: BeirDataset, docs: list,
                   bundle: Path, qlen: int, dlen: int, doc_vectors=None, model_key: str | None = None):
     """Build and write the bundle's static/ query tables: (their encoder, their record), or
@@ -153,10 +174,11 @@ def _static_query(ctx: StageContext, cfg: IndexConfig, model, tokenizer, dataset
     for MiniLM on 2 cores) are then cached, as its corpus encodings are, for a rerun with other settings."""
     from uniret.core.stage_files import DEV_QRELS
     from uniret.data.beir import read_qrels
-    from uniret.data.pseudo_queries import PseudoQuerySpec, pseudo_queries
+    from uniret.data.pseudo_queries import PseudoQuerySpec, held_out_queries, pseudo_queries
+    from uniret.feedback.examples import click_examples, logged_queries
     from uniret.retrieval.corpus_cache import cached_model_array
     from uniret.retrieval.static_query import STATIC_DIR, load_static_query, save_static_query
-    from uniret.training.static_tower import build_static_tables, token_vectors
+    from uniret.training.static_tower import TrainPairs, build_static_tables, token_vectors
 
     scfg = cfg.static_query
     if not scfg.enabled:
@@ -168,7 +190,21 @@ def _static_query(ctx: StageContext, cfg: IndexConfig, model, tokenizer, dataset
     spec = PseudoQuerySpec(scfg.train_queries, scfg.titles, scfg.sentences, scfg.other_corpus_sentences,
                            scfg.min_words, scfg.max_words, scfg.seed)
     texts, counts = pseudo_queries(dataset, others, data.train_split, dev_qids, spec)
-    pairs = _train_pairs(dataset, others, data.train_split, dev_qids, docs) if scfg.finetune_epochs else None
+    pairs = None
+    if scfg.finetune_epochs:
+        pairs = (_train_pairs(dataset, others, data.train_split, dev_qids, docs) if scfg.train_labels
+                 else TrainPairs(texts=[], positives=[]))
+    feedback = _feedback_dir(ctx)
+    clicks = None
+    if feedback is not None:
+        held = held_out_queries([dataset, *others], dataset.name, data.train_split, dev_qids)
+        if scfg.logged_queries:
+            logged = logged_queries(feedback, held)
+            texts += logged
+            counts["logged_queries"] = len(logged)
+        if pairs is not None and scfg.clicks != "none":
+            clicks = click_examples(feedback, scfg.clicks, held, {d.id for d in docs}, scfg.clicks_weight)
+            pairs = _with_clicks(pairs, clicks, docs)
     vectors = None
     if model_key is not None:
         root = ctx.artifacts / ctx.params.section("encoding").cache_dir
@@ -177,6 +213,8 @@ def _static_query(ctx: StageContext, cfg: IndexConfig, model, tokenizer, dataset
                                     compute)
     tables = build_static_tables(model, tokenizer, [d.contents for d in docs], texts, qlen, dlen, scfg, counts,
                                  pairs, doc_vectors, vectors)
+    tables.meta.update(train_labels=scfg.train_labels and pairs is not None,
+                       clicks={"kind": scfg.clicks, **clicks.summary()} if clicks is not None else None)
     save_static_query(bundle / STATIC_DIR, tables.tower, tables.token_weights, tables.meta)
     # read back as serving reads it, so fusion weights are learned on the stored (float16) tower
     return load_static_query(bundle / STATIC_DIR, tokenizer, qlen), tables.meta

@@ -167,21 +167,25 @@ class TrainPairs:
 
     texts: list[str]
     positives: list[list[int]]
+    # per query, its weight in the fine-tuning loss (None: 1 each): a click example's IPS weight x clicks_weight
+    weights: list[float] | None = None
 
 
 def finetune_tower(tower: np.ndarray, query_bags: list[np.ndarray], positives: list[list[int]],
                    doc_vectors: np.ndarray, anchor_bags: list[np.ndarray], anchor_targets: np.ndarray,
-                   cfg: StaticQueryConfig) -> tuple[np.ndarray, list[float]]:
+                   cfg: StaticQueryConfig, weights: list[float] | None = None) -> tuple[np.ndarray, list[float]]:
     """Fine-tune the tower against frozen document vectors: per train query, softmax over the whole
     corpus (q . d / temperature) with its relevant documents as positives, plus `finetune_anchor`
     times the distillation loss on a batch of pseudo-queries, so tokens the train queries share
-    with other text stay near the teacher. Returns the tower and the mean loss of each epoch."""
+    with other text stay near the teacher. `weights`: each query's weight in the batch's weighted
+    mean (IPS-weighted clicks). Returns the tower and the mean loss of each epoch."""
     if cfg.finetune_epochs == 0 or not query_bags:
         return tower, []
     gen = torch.Generator().manual_seed(cfg.seed + 1)
     table = _table(tower)
     docs = torch.from_numpy(np.ascontiguousarray(doc_vectors, dtype=np.float32))
     anchor = torch.from_numpy(np.ascontiguousarray(anchor_targets)) if anchor_bags else None
+    weight = torch.tensor(weights, dtype=torch.float32) if weights is not None else None
 
     def batch_loss(rows: list[int]) -> torch.Tensor:
         logits = F.normalize(table(*_bag_batch(query_bags, rows)), dim=-1) @ docs.T / cfg.finetune_temperature
@@ -189,7 +193,12 @@ def finetune_tower(tower: np.ndarray, query_bags: list[np.ndarray], positives: l
         for i, r in enumerate(rows):
             positive[i, positives[r]] = True
         # -log of the probability mass on the relevant documents
-        loss = (logits.logsumexp(dim=-1) - logits.masked_fill(~positive, float("-inf")).logsumexp(dim=-1)).mean()
+        per_query = logits.logsumexp(dim=-1) - logits.masked_fill(~positive, float("-inf")).logsumexp(dim=-1)
+        if weight is None:
+            loss = per_query.mean()
+        else:
+            w = weight[rows]
+            loss = (per_query * w).sum() / w.sum().clamp_min(1e-12)
         if anchor is not None and cfg.finetune_anchor > 0:
             picked = torch.randint(len(anchor_bags), (cfg.batch_size,), generator=gen).tolist()
             loss = loss + cfg.finetune_anchor * _cosine_loss(table, anchor_bags, picked, anchor)
@@ -230,11 +239,12 @@ def build_static_tables(model: torch.nn.Module, tokenizer, documents: Sequence[s
     tower, losses = distill_tower(init, bags, targets, cfg)
     times["distill_s"] = time.perf_counter() - start
     tuned: list[float] = []
-    if cfg.finetune_epochs and pairs is not None and doc_vectors is not None:
+    if cfg.finetune_epochs and pairs is not None and pairs.texts and doc_vectors is not None:
         start = time.perf_counter()
         query_bags, kept_pairs = _bags(tokenizer, pairs.texts, query_max_length, special)
+        kept_weights = [pairs.weights[i] for i in kept_pairs] if pairs.weights is not None else None
         tower, tuned = finetune_tower(tower, query_bags, [pairs.positives[i] for i in kept_pairs], doc_vectors,
-                                      bags, targets, cfg)
+                                      bags, targets, cfg, kept_weights)
         times["finetune_s"] = time.perf_counter() - start
     log.info("static tower: %d texts, cosine loss by epoch %s, fine-tuning loss by epoch %s, %s", len(bags),
              [round(x, 4) for x in losses], [round(x, 4) for x in tuned], {k: round(v, 1) for k, v in times.items()})

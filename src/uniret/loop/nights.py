@@ -1,0 +1,295 @@
+"""The N-night learning loop in simulation: a day of traffic on the real server, the nightly, promotion, the next day.
+
+One arm runs in its own workspace (params, artifacts, registry, logs). Night 0 indexes the traffic
+domain's corpus with the starting checkpoint and promotes it. Each night n then:
+  1. starts `uniret serve` on the registry's production bundle with UBI logging on (a fresh process:
+     the reload), sends `sessions` simulated users (uniret.simulation.driver), stops it;
+  2. dates that day's spans to simulated day n (every timestamp shifted by one delta, so the
+     nightly sees closed days one apart; the traffic itself is untouched);
+  3. runs the nightly's stages through the same stage functions as `dvc repro` (feedback, index,
+     evaluate) and promotes the new bundle.
+The light profile (issue 56's "cost" clause): the transformer is not retrained; what learns is the
+query side of the served mode (the static tower fine-tuned on the clicks, distilled on the logged
+query texts) and its fusion weights; the corpus encodings of the checkpoint are cached across nights.
+The gate is not run: the loop measures learning (each night's candidate is promoted).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from uniret.config.loader import merge_overrides
+from uniret.ubi import EVENTS, QUERIES
+
+log = logging.getLogger("uniret.loop")
+
+# what each arm trains the served mode's query side on (params index.static_query)
+ARMS: dict[str, dict[str, Any]] = {
+    "debiased": {"train_labels": False, "train_queries": False, "clicks": "ips"},
+    "naive": {"train_labels": False, "train_queries": False, "clicks": "naive"},
+    # the domain's true train labels, no traffic: what the clicks are measured against
+    "skyline": {"train_labels": True, "train_queries": True, "clicks": "none"},
+}
+NIGHT_STAGES = ("feedback", "index", "evaluate")
+FIRST_STAGES = ("validate", "bm25")
+
+
+@dataclass
+class LoopConfig:
+    """One arm of the loop."""
+
+    arm: str
+    nights: int
+    sessions: int
+    work: Path
+    checkpoint: Path  # the starting model (the promoted default bundle's checkpoint)
+    data_root: Path
+    params: Path  # the project's params.yaml
+    dataset: str = "nfcorpus"
+    randpair_share: float = 0.1
+    seed: int = 7
+    cache: Path | None = None  # a corpus-encoding cache to start from (the demo's artifacts/cache)
+    extra: dict[str, Any] = field(default_factory=dict)  # further params overrides (tests: the tiny profile)
+    profile: str = "cpu"
+
+
+def _day(n: int, nights: int) -> str:
+    """Simulated day n: the last night's day is yesterday (UTC), so every span is closed and inside retention."""
+    today = datetime.now(UTC).date()
+    return (today - timedelta(days=nights - n + 1)).isoformat()
+
+
+def write_params(cfg: LoopConfig) -> Path:
+    """The arm's params file: the project's, with the loop's and the arm's settings over it."""
+    raw = yaml.safe_load(cfg.params.read_text(encoding="utf-8"))
+    static = ARMS[cfg.arm]
+    overrides = {
+        "profile": cfg.profile,
+        "data": {"root": str(cfg.data_root), "train_dataset": cfg.dataset,
+                 # no carve of the traffic domain's train labels: only the skyline may read them
+                 "dev": {"fraction": 0.0}},
+        "feedback": {"log_dir": str(cfg.work / "logs"), "randpair_share": cfg.randpair_share},
+        "index": {"static_query": static},
+        "registry": {"root": str(cfg.work / "registry"), "dvc_push": False, "serve_url": None},
+        "serve": {"watch_interval_s": 0.0, "workers": 1},
+        "simulate": {"dataset": cfg.dataset, "split": "train", "sessions": cfg.sessions},
+    }
+    merged = merge_overrides(merge_overrides(raw, overrides), cfg.extra)
+    path = cfg.work / "params.yaml"
+    path.write_text(yaml.safe_dump(merged, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def seed_checkpoint(cfg: LoopConfig) -> None:
+    """artifacts/continual/model := the starting checkpoint (what a continual stage would leave),
+    with a manifest saying where it came from; the index stage's `auto` source then finds it."""
+    from uniret.runtime import MANIFEST
+    from uniret.utils.files import atomic_write_json, hash_path
+
+    stage = cfg.work / "artifacts" / "continual"
+    if (stage / MANIFEST).is_file():
+        return
+    src_manifest = cfg.checkpoint.parent / MANIFEST
+    recipe = json.loads(src_manifest.read_text())["recipe"] if src_manifest.is_file() else "hybrid"
+    stage.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(cfg.checkpoint, stage / "model")
+    atomic_write_json(stage / MANIFEST, {"written_by": "uniret", "stage": "continual", "recipe": recipe,
+                                         "skipped": False, "seeded_from": str(cfg.checkpoint),
+                                         "checkpoint_sha256": hash_path(stage / "model")})
+    if cfg.cache is not None and cfg.cache.is_dir() and not (cfg.work / "artifacts" / "cache").exists():
+        shutil.copytree(cfg.cache, cfg.work / "artifacts" / "cache")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_ready(port: int, proc: subprocess.Popen, timeout_s: float = 300.0) -> None:
+    import http.client
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"uniret serve exited with {proc.returncode} before it was ready")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/readyz")
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise RuntimeError(f"uniret serve not ready after {timeout_s:.0f} s")
+
+
+def serve_day(cfg: LoopConfig, params: Path, night: int) -> dict[str, Any]:
+    """Start the server on production, send the day's simulated users, stop it (its log queue is written out)."""
+    from uniret.config import load_params
+    from uniret.simulation.driver import simulate
+
+    port = _free_port()
+    log_file = (cfg.work / "logs" / f"serve-night{night}.log").open("w")
+    cmd = [sys.executable, "-m", "uniret", "serve", "--params", str(params), "--profile", cfg.profile,
+           "--port", str(port), "--registry", str(cfg.work / "registry")]
+    proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, env={**os.environ, "UNIRET_DATA": str(cfg.data_root)})
+    try:
+        _wait_ready(port, proc)
+        scfg = load_params(params, cfg.profile).section("simulate")
+        import dataclasses
+
+        scfg = dataclasses.replace(scfg, seed=cfg.seed * 1000 + night)
+        return simulate("127.0.0.1", port, cfg.data_root / cfg.dataset, scfg)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log_file.close()
+
+
+def _shift(stamp: str, delta: timedelta) -> str:
+    t = datetime.fromisoformat(stamp.replace("Z", "+00:00")) + delta
+    return t.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def date_spans(log_dir: Path, day: str, started: datetime) -> int:
+    """Move every span written since the loop's last dating to simulated `day`, each timestamp shifted
+    by (day's midnight - `started`); returns the records moved. Spans already dated stay."""
+    delta = datetime.fromisoformat(day).replace(tzinfo=UTC) - started
+    moved = 0
+    for kind in (QUERIES, EVENTS):
+        root = log_dir / kind
+        target = root / day
+        for folder in sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []:
+            if (folder / ".dated").exists() or folder.name == day:
+                continue
+            target.mkdir(parents=True, exist_ok=True)
+            for f in sorted(folder.glob("*.jsonl")):
+                lines = [json.loads(line) for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+                for rec in lines:
+                    rec["timestamp"] = _shift(rec["timestamp"], delta)
+                out = target / f"{folder.name}-{f.name}"
+                out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines), encoding="utf-8")
+                moved += len(lines)
+            shutil.rmtree(folder)
+        if target.is_dir():
+            (target / ".dated").touch()
+    return moved
+
+
+def _promote(cfg: LoopConfig, night: int, metrics: dict[str, Any]) -> str:
+    from uniret.registry.promotion import promote
+
+    bundle = cfg.work / "artifacts" / "index" / "bundle"
+    result = promote(cfg.work / "registry", bundle, evaluation=metrics, decision=None,
+                     lineage={"loop": {"arm": cfg.arm, "night": night}}, dvc_push=False)
+    return result.version
+
+
+def _night_figures(cfg: LoopConfig, night: int) -> dict[str, Any]:
+    """The night's evaluation (served mode and BM25 on the domain's test split, the zero-shot macro),
+    its per-query scores kept for the paired intervals, and what the feedback stage derived."""
+    from uniret.runtime import read_manifest
+
+    art = cfg.work / "artifacts"
+    doc = json.loads((art / "evaluate" / "metrics.json").read_text())
+    keep = cfg.work / "nights" / str(night)
+    keep.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(art / "evaluate" / "metrics.json", keep / "metrics.json")
+    per_query = art / "evaluate" / "per_query" / "hybrid_fast" / f"{cfg.dataset}.json"
+    if per_query.is_file():
+        shutil.copy2(per_query, keep / "per_query.json")
+    fb = read_manifest(art / "feedback").get("metrics", {}) if (art / "feedback").is_dir() else {}
+    static = (read_manifest(art / "index").get("metrics") or {}).get("static_query") or {}
+    return {
+        "night": night,
+        "ndcg@10": doc["datasets"][cfg.dataset]["hybrid_fast"]["ndcg@10"],
+        "bm25_ndcg@10": doc["datasets"][cfg.dataset]["bm25"]["ndcg@10"],
+        "zero_shot_macro": (doc.get("zero_shot_macro") or {}).get("hybrid_fast", {}).get("ndcg@10"),
+        "newest_traffic": doc.get("newest_traffic"),
+        "feedback": {k: fb.get(k) for k in ("status", "window", "train_sessions", "ips_pairs", "naive_pairs",
+                                            "propensities", "rankers")},
+        "clicks_used": static.get("clicks"), "finetune_queries": static.get("finetune_queries"),
+    }
+
+
+def run_loop(cfg: LoopConfig) -> dict[str, Any]:
+    """Run night 0 and `cfg.nights` nights of one arm; returns (and writes to <work>/loop.json) the figures."""
+    from uniret.runtime import make_context
+    from uniret.stages import run_stage
+
+    if cfg.arm not in ARMS:
+        raise ValueError(f"arm must be one of {sorted(ARMS)}, got {cfg.arm!r}")
+    cfg.work.mkdir(parents=True, exist_ok=True)
+    (cfg.work / "logs").mkdir(exist_ok=True)
+    params = write_params(cfg)
+    seed_checkpoint(cfg)
+    ctx = make_context(params, cfg.profile, str(cfg.data_root), cfg.work / "artifacts")
+    out_path = cfg.work / "loop.json"
+    summary: dict[str, Any] = json.loads(out_path.read_text()) if out_path.is_file() else {}
+    summary.update(arm=cfg.arm, settings=ARMS[cfg.arm], profile=cfg.profile, dataset=cfg.dataset,
+                   sessions_per_night=cfg.sessions, randpair_share=cfg.randpair_share, checkpoint=str(cfg.checkpoint),
+                   gate="not run: every night's candidate is promoted (the loop measures learning)")
+    nights = summary.setdefault("nights", [])
+    done = {n["night"] for n in nights}
+    traffic = cfg.arm != "skyline"
+    last = cfg.nights if traffic else 1
+    for night in range(0, last + 1):
+        if night in done:
+            continue
+        start = time.perf_counter()
+        day = None
+        sim = None
+        if night == 0:
+            stages = (*FIRST_STAGES, *NIGHT_STAGES)
+            # night 0 learns from nothing: the starting model on the domain's corpus (no labels, no logs)
+            night_ctx = make_context(_night0_params(cfg, params), cfg.profile, str(cfg.data_root), cfg.work / "artifacts")
+        else:
+            stages, night_ctx = NIGHT_STAGES, ctx
+            if traffic:
+                began = datetime.now(UTC)
+                sim = serve_day(cfg, params, night)
+                day = _day(night, cfg.nights)
+                sim["records_dated"] = date_spans(cfg.work / "logs", day, began)
+        timings = {}
+        for stage in stages:
+            t = time.perf_counter()
+            log.info("loop %s night %d: stage %s", cfg.arm, night, stage)
+            run_stage(stage, night_ctx)
+            timings[stage] = round(time.perf_counter() - t, 1)
+        figures = _night_figures(cfg, night)
+        figures.update(day=day, version=_promote(cfg, night, figures), stage_seconds=timings,
+                       wall_seconds=round(time.perf_counter() - start, 1), simulation=sim)
+        nights.append(figures)
+        tmp = out_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(summary, indent=2))
+        tmp.replace(out_path)
+        log.info("loop %s night %d: nDCG@10 %.4f (%.0f s)", cfg.arm, night, figures["ndcg@10"],
+                 figures["wall_seconds"])
+    return summary
+
+
+def _night0_params(cfg: LoopConfig, params: Path) -> Path:
+    """Night 0's params: the arm's, with nothing learned from the domain (no labels, no clicks)."""
+    raw = yaml.safe_load(params.read_text(encoding="utf-8"))
+    night0 = merge_overrides(raw, {"index": {"static_query": ARMS["debiased"] | {"clicks": "none"}}})
+    path = cfg.work / "params.night0.yaml"
+    path.write_text(yaml.safe_dump(night0, sort_keys=False), encoding="utf-8")
+    return path

@@ -1,0 +1,143 @@
+"""The loop's report: night-by-night figures of every arm, the paired intervals, the propensities, a plot.
+
+Reads each arm's <work>/loop.json and per-night per-query scores (uniret.loop.nights) and writes
+loop.json, loop.md and loop.png to the output folder (results/loop/).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from uniret.clicks.protocol import ClickProtocol
+from uniret.evaluation.significance import paired_bootstrap, per_query_pairs
+
+METRIC = "ndcg@10"
+
+
+def _per_query(work: Path, night: int) -> dict[str, float]:
+    doc = json.loads((work / "nights" / str(night) / "per_query.json").read_text())
+    return {q: v[METRIC] for q, v in doc.items()}
+
+
+def _interval(work_a: Path, night_a: int, work_b: Path, night_b: int, name: str) -> dict[str, Any]:
+    a, b = per_query_pairs(_per_query(work_a, night_a), _per_query(work_b, night_b), name)
+    cmp = paired_bootstrap({name: (a, b)})
+    return {"diff": round(cmp.diff, 4), "low": round(cmp.ci_low, 4), "high": round(cmp.ci_high, 4), "queries": len(a)}
+
+
+def build(arms: dict[str, Path], eta: float = 1.0) -> dict[str, Any]:
+    """{arm: nights, gains with intervals}, the skyline's gain and each arm's share of it."""
+    out: dict[str, Any] = {"metric": f"{METRIC} of hybrid_fast on the traffic domain's test split", "arms": {}}
+    loaded = {arm: json.loads((work / "loop.json").read_text()) for arm, work in arms.items()}
+    for arm, doc in loaded.items():
+        nights = doc["nights"]
+        last = max(n["night"] for n in nights)
+        entry = {"settings": doc["settings"], "profile": doc["profile"], "sessions_per_night": doc["sessions_per_night"],
+                 "randpair_share": doc.get("randpair_share"), "gate": doc.get("gate"),
+                 "nights": [{k: n.get(k) for k in ("night", "day", "ndcg@10", "bm25_ndcg@10", "zero_shot_macro",
+                                                   "wall_seconds", "stage_seconds", "finetune_queries", "version")}
+                            | {"train_sessions": (n.get("feedback") or {}).get("train_sessions"),
+                               "clicks_used": n.get("clicks_used"),
+                               "newest_traffic": n.get("newest_traffic")} for n in nights]}
+        if last > 0:
+            entry["gain_last_vs_night0"] = _interval(arms[arm], 0, arms[arm], last, f"{arm} night {last} - night 0")
+        props = [(n["night"], (n.get("feedback") or {}).get("propensities")) for n in nights]
+        props = [(k, p) for k, p in props if p]
+        if props:
+            night, table = props[-1]
+            truth = ClickProtocol(eta=eta).relative_examination(len(table))
+            entry["propensities"] = {"night": night, "table": table, "simulator_relative": [round(float(t), 4) for t in truth],
+                                     "max_abs_error": _max_error(table, truth)}
+        out["arms"][arm] = entry
+    sky = out["arms"].get("skyline", {}).get("gain_last_vs_night0")
+    for arm, entry in out["arms"].items():
+        gain = entry.get("gain_last_vs_night0")
+        if sky and gain and arm != "skyline" and sky["diff"] > 0:
+            entry["share_of_skyline_gain"] = round(gain["diff"] / sky["diff"], 3)
+    if {"debiased", "naive"} <= set(arms):
+        last = min(max(n["night"] for n in loaded[a]["nights"]) for a in ("debiased", "naive"))
+        out["debiased_vs_naive"] = _interval(arms["naive"], last, arms["debiased"], last,
+                                             f"debiased - naive at night {last}")
+    return out
+
+
+def _max_error(table: list[dict[str, Any]], truth) -> float | None:
+    errs = [abs(row["relative"] - float(truth[row["position"] - 1])) for row in table if row.get("relative") is not None]
+    return round(max(errs), 4) if errs else None
+
+
+def markdown(doc: dict[str, Any], command: str) -> str:
+    """The report as markdown."""
+    lines = ["# The learning loop in simulation", "", f"Command: `{command}`", "",
+             f"Metric: {doc['metric']}. The traffic domain is in-domain here; the zero-shot macro is over the other sets.",
+             ""]
+    for arm, entry in doc["arms"].items():
+        lines += [f"## {arm}", "", f"Settings (index.static_query): `{json.dumps(entry['settings'])}`; profile "
+                  f"{entry['profile']}; {entry['sessions_per_night']} sessions a night; RandPair share "
+                  f"{entry['randpair_share']}; gate: {entry['gate']}.", "",
+                  "| night | day | nDCG@10 | BM25 | zero-shot macro | training sessions | click examples | wall s |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for n in entry["nights"]:
+            clicks = (n.get("clicks_used") or {}).get("examples")
+            lines.append(f"| {n['night']} | {n['day'] or '-'} | {n['ndcg@10']:.4f} | {n['bm25_ndcg@10']:.4f} | "
+                         f"{n['zero_shot_macro'] if n['zero_shot_macro'] is None else round(n['zero_shot_macro'], 4)} | "
+                         f"{n['train_sessions'] or 0} | {clicks or 0} | {n['wall_seconds']} |")
+        if g := entry.get("gain_last_vs_night0"):
+            lines += ["", f"Last night - night 0: {g['diff']:+.4f} ({g['low']:+.4f} .. {g['high']:+.4f}, paired "
+                          f"bootstrap 95%, {g['queries']} queries)"
+                      + (f"; {entry['share_of_skyline_gain']:.0%} of the skyline's gain" if "share_of_skyline_gain" in entry else "")]
+        if p := entry.get("propensities"):
+            lines += ["", f"Propensities estimated on night {p['night']} (relative to rank 1) beside the simulator's; "
+                          f"largest error {p['max_abs_error']}:", "",
+                      "| rank | estimated | estimator | EM | simulator |", "|---|---|---|---|---|"]
+            for row in p["table"]:
+                lines.append(f"| {row['position']} | {row.get('relative')} | {row.get('estimator')} | "
+                             f"{row.get('em_relative')} | {p['simulator_relative'][row['position'] - 1]} |")
+        lines.append("")
+    if d := doc.get("debiased_vs_naive"):
+        lines += [f"Debiased - naive: {d['diff']:+.4f} ({d['low']:+.4f} .. {d['high']:+.4f}, {d['queries']} queries).", ""]
+    return "\n".join(lines)
+
+
+def plot(doc: dict[str, Any], path: Path) -> None:
+    """nDCG@10 night by night, one line per arm, BM25 dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for arm, entry in doc["arms"].items():
+        xs = [n["night"] for n in entry["nights"]]
+        ax.plot(xs, [n["ndcg@10"] for n in entry["nights"]], marker="o", label=arm)
+    first = next(iter(doc["arms"].values()))["nights"]
+    ax.axhline(first[0]["bm25_ndcg@10"], ls="--", color="grey", label="BM25")
+    ax.set_xlabel("night")
+    ax.set_ylabel("nDCG@10, test split")
+    ax.set_title("hybrid_fast learning from simulated clicks")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def headline(doc: dict[str, Any] | None) -> str:
+    """The README's loop block: each arm's first and last night with the gain's interval."""
+    if not doc:
+        return "No loop report yet: `uniret loop report` writes results/loop/ (docs/learning-loop.md)."
+    lines = ["| arm | nights | nDCG@10 night 0 | last night | last - night 0 (95% interval) | share of the skyline's gain |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for arm, entry in doc["arms"].items():
+        nights = entry["nights"]
+        gain = entry.get("gain_last_vs_night0")
+        share = entry.get("share_of_skyline_gain")
+        lines.append(f"| {arm} | {nights[-1]['night']} | {nights[0]['ndcg@10']:.4f} | {nights[-1]['ndcg@10']:.4f} | "
+                     + (f"{gain['diff']:+.4f} ({gain['low']:+.4f} .. {gain['high']:+.4f})" if gain else "–")
+                     + f" | {'–' if share is None else f'{share:.0%}'} |")
+    first = next(iter(doc["arms"].values()))
+    lines += ["", f"{doc['metric']}; {first['sessions_per_night']} simulated sessions a night (ULTRA's click "
+                  f"protocol on the domain's train qrels), profile {first['profile']}. Report: "
+                  "[results/loop/loop.md](results/loop/loop.md); how: [docs/learning-loop.md](docs/learning-loop.md)."]
+    return "\n".join(lines)

@@ -1,0 +1,62 @@
+"""The learning loop end to end on the tiny profile: the real server on 127.0.0.1, simulated users,
+the spans dated night by night, the feedback/index/evaluate stages and a promotion each night, the report.
+
+Two nights: night 1's traffic is held out (the newest day), night 2 trains on it, so the click
+examples reach the static tower. A factory checkpoint (untrained heads) starts it: the test checks
+the loop's plumbing, not what it learns (results/loop/ holds that, on the cpu profile).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from uniret.config.models import ModelConfig
+from uniret.models.factory import build_model, save_model
+from uniret.ubi import EVENTS, QUERIES, list_days
+
+SET = {"data": {"eval_datasets": ["nfcorpus"]}, "evaluate": {"sources": ["bm25", "bundle"]}}
+
+
+def _uniret(*args: str, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "uniret", *args], cwd=cwd, capture_output=True, text=True, timeout=800)
+
+
+def test_two_nights_learn_from_clicks_and_promote_each_night(tmp_path, repo_root, shared_data):
+    checkpoint = tmp_path / "start" / "model"
+    save_model(build_model(ModelConfig(arch="unifier", backbone="splade-tiny", query_max_length=32, doc_max_length=96)),
+               checkpoint)
+    work = tmp_path / "debiased"
+    run = _uniret("loop", "run", "--arm", "debiased", "--work", str(work), "--nights", "2", "--sessions", "80",
+                  "--profile", "tiny", "--checkpoint", str(checkpoint), "--cache", str(tmp_path / "none"),
+                  "--data", str(shared_data), "--params", str(repo_root / "params.yaml"), "--randpair-share", "0.3",
+                  "--set", json.dumps(SET), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    doc = json.loads((work / "loop.json").read_text())
+    nights = {n["night"]: n for n in doc["nights"]}
+    assert sorted(nights) == [0, 1, 2]
+    assert len({n["version"] for n in nights.values()}) >= 2  # promoted: production moved with the tower
+    days = list_days(work / "logs")
+    assert days == sorted({nights[1]["day"], nights[2]["day"]}) and nights[1]["day"] < nights[2]["day"]
+    for night in (1, 2):
+        sim = nights[night]["simulation"]
+        assert sim["sessions_logged"] == 80 and not sim["failures"] and sim["records_dated"] > 80
+    fb1, fb2 = nights[1]["feedback"], nights[2]["feedback"]
+    assert fb1["window"] == {"train": [], "heldout": nights[1]["day"]} and fb1["train_sessions"] == 0
+    assert fb2["window"] == {"train": [nights[1]["day"]], "heldout": nights[2]["day"]}
+    assert fb2["train_sessions"] == 80  # every simulated search of day 1 joined, none rejected
+    assert nights[2]["clicks_used"]["kind"] == "ips" and nights[2]["clicks_used"]["examples"] > 0
+    assert nights[2]["finetune_queries"] > 0 and nights[1]["finetune_queries"] == 0
+    for kind in (QUERIES, EVENTS):  # every record inside its simulated day
+        for day in days:
+            for f in (work / "logs" / kind / day).glob("*.jsonl"):
+                assert all(json.loads(line)["timestamp"].startswith(day) for line in f.read_text().splitlines())
+
+    out = tmp_path / "report"
+    rep = _uniret("loop", "report", "--arm", f"debiased={work}", "--out", str(out), cwd=tmp_path)
+    assert rep.returncode == 0, rep.stderr[-3000:]
+    report = json.loads((out / "loop.json").read_text())
+    gain = report["arms"]["debiased"]["gain_last_vs_night0"]
+    assert gain["low"] <= gain["diff"] <= gain["high"] and gain["queries"] > 0
+    assert (out / "loop.png").stat().st_size > 1000 and "| 2 |" in (out / "loop.md").read_text()
