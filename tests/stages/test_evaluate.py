@@ -74,7 +74,9 @@ def test_metrics_json_md_and_per_query(tiny_ctx, upstream):
     result = evaluate.run(tiny_ctx)
     out = tiny_ctx.stage_dir("evaluate")
     doc = json.loads((out / "metrics.json").read_text())
-    assert set(doc) == {"datasets", "macro", "zero_shot_macro", "num_queries", "overlap"}
+    assert set(doc) == {"datasets", "macro", "zero_shot_macro", "num_queries", "overlap", "newest_traffic"}
+    assert doc["newest_traffic"] == {"status": "skipped",  # no feedback stage ran: nothing of the newest day
+                                     "reason": "no feedback stage output (artifacts/feedback has no manifest)"}
     assert {k: v for k, v in result.items() if k != "expected"} == doc
     # the train dataset's test queries, split by their overlap with its train split, scored apart
     overlap = doc["overlap"]["scifact"]

@@ -7,6 +7,21 @@ from typing import Literal
 
 
 @dataclass
+class NewestTrafficConfig:
+    """The "newest traffic" check: candidate vs production on the feedback stage's held-out day, per
+    query, under the paired non-inferiority rule (gate.regression_confidence, regression_resamples)."""
+
+    enabled: bool = True  # false: the check is listed as skipped (off), never run
+    judgments: Literal["click_model", "coec"] = "click_model"  # the held-out day's qrels the metric is on
+    metric: Literal["ndcg@10"] = "ndcg@10"  # graded nDCG with gain = the judgment (uniret.evaluation.graded)
+    margin: float = 0.01  # non-inferiority margin (absolute) on the held-out day's mean
+
+    def validate(self) -> None:
+        if self.margin < 0:
+            raise ValueError(f"margin must be >= 0, got {self.margin}")
+
+
+@dataclass
 class GateConfig:
     """Thresholds of the gate (see uniret.registry.gate for how each is checked).
 
@@ -54,6 +69,8 @@ class GateConfig:
     latency_mode: str | None = None  # bench mode to budget; None: the candidate's mode ("a/b" -> "b")
     max_bytes_per_doc_dense: float | None = 4096.0
     max_bytes_per_doc_sparse: float | None = 16384.0
+    # candidate vs production on the newest day of logged traffic (docs/gate-registry.md)
+    newest_traffic: NewestTrafficConfig = field(default_factory=NewestTrafficConfig)
 
     def margin(self, dataset: str) -> float:
         """The paired rule's margin on `dataset`."""

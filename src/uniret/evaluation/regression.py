@@ -113,6 +113,33 @@ def gate_lines(decision: dict[str, Any] | None, absent: str | None) -> list[str]
     return lines
 
 
+def newest_traffic_lines(section: dict[str, Any] | None) -> list[str]:
+    """The served modes of candidate and production on the feedback stage's held-out day (metrics.json
+    "newest_traffic", uniret.evaluation.newest_traffic), or why they were not scored; [] without the section."""
+    if not isinstance(section, dict):
+        return []
+    head = ["## Newest traffic", ""]
+    if section.get("status") != "scored":
+        return [*head, f"Not scored: {section.get('reason')}.", ""]
+    judgments = sorted((section.get("candidate") or {}).get("scores") or {})
+    metric = section.get("metric", "")
+    rows = [(f"candidate ({section['candidate'].get('system')})", section["candidate"].get("scores") or {})]
+    prod = section.get("production") or {}
+    lines = [*head, f"Held-out day {section.get('day')}: {section.get('queries')} logged queries; {metric} on "
+             "click-derived judgments (graded gains), over the queries with a positive judgment.", "",
+             "| system | " + " | ".join(f"{j} {metric} (queries)" for j in judgments) + " |",
+             "|" + "---|" * (len(judgments) + 1)]
+    if prod.get("status") == "scored":
+        rows.append((f"production ({prod.get('version')}, {prod.get('system')})", prod.get("scores") or {}))
+    for label, scores in rows:
+        cells = [f"{_num((scores.get(j) or {}).get(metric))} ({(scores.get(j) or {}).get('queries', 0)})"
+                 for j in judgments]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    if prod.get("status") != "scored":
+        lines += ["", f"Production not scored: {prod.get('reason')}."]
+    return [*lines, ""]
+
+
 def render(
     cmp: Comparison,
     metrics: dict[str, Any],
@@ -142,6 +169,7 @@ def render(
         "",
         *gate_lines(decision, decision_absent),
         "",
+        *newest_traffic_lines(metrics.get("newest_traffic")),
         f"## {cmp.metric} per dataset",
         "",
         *comparison_table(cmp),

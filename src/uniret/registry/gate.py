@@ -19,11 +19,12 @@ from uniret.config.gate import GateConfig
 from uniret.evaluation.macros import ZERO_SHOT_MACRO, zero_shot_datasets
 from uniret.evaluation.noninferiority import noninferiority, threshold_worse
 from uniret.registry.bundles import read_manifest
+from uniret.registry.checks import Check, Status
 from uniret.registry.pointer import read_pointer
+from uniret.registry.traffic_check import TrafficScores, newest_traffic_check
 
 log = logging.getLogger("uniret.gate")
 
-Status = Literal["pass", "fail", "skipped"]
 QueryScores = dict[str, dict[str, float]]  # dataset -> query -> the gate metric
 
 # Float round-off allowance so that a value exactly at its threshold (e.g. prod - tolerance)
@@ -40,27 +41,6 @@ SCORES_TEXT: dict[str, str] = {
 }
 # Keys a benchmark entry may use for p95 latency in milliseconds (the bench writer is separate).
 _P95_KEYS = ("p95_ms", "latency_p95_ms", "p95")
-
-
-@dataclass
-class Check:
-    """One rule applied to one value; `passed` is None when the check was skipped."""
-
-    name: str
-    dataset: str | None
-    value: float | None
-    threshold: float | None
-    status: Status
-    reason: str
-    interval: tuple[float, float] | None = None  # the paired rule's interval of candidate - production
-    rule: str | None = None  # which rule decided a regression check: paired, pooled or threshold
-
-    @property
-    def passed(self) -> bool | None:
-        return None if self.status == "skipped" else self.status == "pass"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "passed": self.passed}
 
 
 @dataclass
@@ -90,6 +70,7 @@ class GateInputs:
     absent: dict[str, str] = field(default_factory=dict)  # "index" / "bench" -> reason
     candidate_queries: QueryScores | None = None  # the candidate's per-query scores (the paired rule)
     train_dataset: str | None = None  # left out of the zero-shot pool
+    newest_traffic: TrafficScores | None = None  # evaluate's scores on the held-out day (None: it wrote none)
 
 
 @dataclass
@@ -451,6 +432,9 @@ def decide(cfg: GateConfig, inputs: GateInputs) -> Decision:
     checks = quality_checks(cfg, inputs.metrics)
     checks += regression_checks(cfg, inputs.metrics, inputs.production, inputs.candidate_queries,
                                 inputs.train_dataset)
+    if inputs.newest_traffic is not None:  # None: metrics written without the section (by hand, or before it existed)
+        checks.append(newest_traffic_check(cfg, inputs.newest_traffic,
+                                           inputs.production.version if inputs.production else None))
     checks += sparsity_checks(cfg, inputs.index_metrics, inputs.absent.get("index"))
     checks += budget_checks(cfg, inputs)
     notes, warnings = settings_notes(cfg, list(inputs.metrics.get("datasets") or {}))

@@ -20,6 +20,7 @@ from uniret.bench.report import JSON_FILE as BENCH_JSON
 from uniret.config.gate import GateConfig
 from uniret.core.jsonio import read_json, read_optional_json
 from uniret.evaluation.compare_systems import read_per_query
+from uniret.evaluation.newest_traffic import NEWEST_TRAFFIC, PRODUCTION_SYSTEM, scores_dir
 from uniret.evaluation.outputs import PER_QUERY_DIR
 from uniret.registry.basis import basis_differences, evaluation_basis
 from uniret.registry.bundles import EVALUATION_DIR
@@ -35,6 +36,7 @@ from uniret.registry.gate import (
 )
 from uniret.registry.integrity import IntegrityError, verify_bundle
 from uniret.registry.pointer import POINTER
+from uniret.registry.traffic_check import TrafficScores
 from uniret.runtime import StageContext, stage_output
 from uniret.utils.files import atomic_write_json, atomic_write_text
 
@@ -59,6 +61,26 @@ def per_query_scores(evaluated: Path, system: str, datasets: list[str], metric: 
         return {d: read_per_query(evaluated, system, d, metric) for d in datasets}, ""
     except (OSError, ValueError) as exc:  # DataError is a ValueError
         return None, f"per-query scores unreadable: {exc}"
+
+
+def traffic_scores(evaluated: Path, metrics: dict[str, Any], cfg: GateConfig) -> TrafficScores | None:
+    """Evaluate's newest-traffic section with both sides' per-query values of gate.newest_traffic's
+    judgments and metric, when it scored them (None: metrics.json has no such section)."""
+    section = metrics.get(NEWEST_TRAFFIC)
+    if not isinstance(section, dict):
+        return None
+    out = TrafficScores(section)
+    if section.get("status") != "scored" or (section.get("production") or {}).get("status") != "scored":
+        return out
+    nt, folder = cfg.newest_traffic, scores_dir(evaluated)
+    try:
+        out.candidate = read_per_query(folder, str((section.get("candidate") or {}).get("system")), nt.judgments,
+                                       nt.metric)
+        out.production = read_per_query(folder, PRODUCTION_SYSTEM, nt.judgments, nt.metric)
+    except (OSError, ValueError) as exc:  # DataError is a ValueError: the check fails, naming the file
+        out.candidate = out.production = None
+        out.unreadable = str(exc)
+    return out
 
 
 def gather_inputs(ctx: StageContext, cfg: GateConfig) -> tuple[GateInputs, dict[str, Path]]:
@@ -87,6 +109,7 @@ def gather_inputs(ctx: StageContext, cfg: GateConfig) -> tuple[GateInputs, dict[
         absent=absent,
         candidate_queries=candidate_queries,
         train_dataset=ctx.params.section("data").train_dataset,
+        newest_traffic=traffic_scores(metrics_path.parent, metrics, cfg),
     )
     files = {"metrics": metrics_path, "index_manifest": index_manifest, "bench": bench_path,
              "production_pointer": root / POINTER}
