@@ -48,7 +48,10 @@ def test_two_nights_learn_from_clicks_and_promote_each_night(tmp_path, repo_root
     assert fb2["train_sessions"] == 80  # every simulated search of day 1 joined, none rejected
     assert nights[2]["clicks_used"]["kind"] == "ips" and nights[2]["clicks_used"]["examples"] > 0
     assert nights[2]["finetune_queries"] > 0 and nights[1]["finetune_queries"] == 0
-    for kind in (QUERIES, EVENTS):  # every record inside its simulated day
+    records = [json.loads(line) for f in (work / "logs" / QUERIES).rglob("*.jsonl") for line in f.read_text().splitlines()]
+    swapped = [r for r in records if "randpair" in r["query_attributes"]]
+    assert 0 < len(swapped) < len(records)  # RandPair at 0.3: some answers shown with a swap, logged as shown
+        for kind in (QUERIES, EVENTS):  # every record inside its simulated day
         for day in days:
             for f in (work / "logs" / kind / day).glob("*.jsonl"):
                 assert all(json.loads(line)["timestamp"].startswith(day) for line in f.read_text().splitlines())

@@ -38,3 +38,22 @@ def test_a_damaged_entry_is_recomputed_and_replaced(tmp_path):
     entry.write_bytes(b"not an npy file")
     assert cached_model_array(tmp_path, "model-a", "token vectors", compute)[0, 0] == 1.0
     assert len(calls) == 2 and np.load(entry)[0, 0] == 1.0
+
+
+def test_text_vectors_encode_only_the_texts_the_cache_lacks(tmp_path):
+    from uniret.retrieval.corpus_cache import cached_text_vectors
+
+    asked: list[list[str]] = []
+
+    def compute(texts: list[str]) -> np.ndarray:
+        asked.append(list(texts))
+        return np.array([[len(t), t.count("a")] for t in texts], dtype=np.float32)
+
+    first = cached_text_vectors(tmp_path, "model-1", "teacher", ["aa", "b", "aa"], compute)
+    assert first.tolist() == [[2, 2], [1, 0], [2, 2]] and asked == [["aa", "b"]]
+    second = cached_text_vectors(tmp_path, "model-1", "teacher", ["b", "ccc", "aa"], compute)
+    assert second.tolist() == [[1, 0], [3, 0], [2, 2]] and asked[-1] == ["ccc"]  # the new text alone
+    cached_text_vectors(tmp_path, "model-2", "teacher", ["b"], compute)
+    assert asked[-1] == ["b"]  # another model: nothing shared
+    next((tmp_path / "model-arrays").glob("*.npz")).write_bytes(b"damaged")
+    assert cached_text_vectors(tmp_path, "model-1", "teacher", ["b"], compute).tolist() == [[1, 0]]

@@ -17,7 +17,7 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -147,3 +147,28 @@ def cached_model_array(root: Path, model_id: str, name: str, compute: Callable[[
     with atomic_open(path, "wb") as fh:
         np.save(fh, array, allow_pickle=False)
     return array
+
+
+def cached_text_vectors(root: Path, model_id: str, name: str, texts: Sequence[str],
+                        compute: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+    """[len(texts), dim] vectors that depend on the model and the text alone (the static tower's teacher
+    vectors): the texts already in the cache (<root>/model-arrays/<key>.npz) are read, the others computed
+    by `compute(new texts)` and added. A nightly's distillation texts are mostly last night's: only the
+    new logged queries are encoded."""
+    path = Path(root) / "model-arrays" / f"{hashlib.sha256(f'{model_id}|{name}'.encode()).hexdigest()[:24]}.npz"
+    known: dict[str, np.ndarray] = {}
+    if path.is_file():
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                known = dict(zip(z["texts"].tolist(), z["vectors"], strict=True))
+        except (OSError, ValueError, EOFError, KeyError) as exc:  # a damaged entry costs a recomputation
+            log.warning("cache %s unreadable (%s); recomputing", path, exc)
+    missing = sorted(set(texts) - known.keys())
+    if missing:
+        known.update(zip(missing, compute(missing), strict=True))
+        with atomic_open(path, "wb") as fh:
+            np.savez(fh, texts=np.array(list(known)), vectors=np.stack(list(known.values())))
+    log.info("%s: %d texts, %d from cache %s", name, len(texts), len(texts) - len(missing), path)
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32)
+    return np.stack([known[t] for t in texts]).astype(np.float32)

@@ -176,9 +176,9 @@ def _static_query(ctx: StageContext, cfg: IndexConfig, model, tokenizer, dataset
     from uniret.data.beir import read_qrels
     from uniret.data.pseudo_queries import PseudoQuerySpec, held_out_queries, pseudo_queries
     from uniret.feedback.examples import click_examples, logged_queries
-    from uniret.retrieval.corpus_cache import cached_model_array
+    from uniret.retrieval.corpus_cache import cached_model_array, cached_text_vectors
     from uniret.retrieval.static_query import STATIC_DIR, load_static_query, save_static_query
-    from uniret.training.static_tower import TrainPairs, build_static_tables, token_vectors
+    from uniret.training.static_tower import TrainPairs, build_static_tables, teacher_vectors, token_vectors
 
     scfg = cfg.static_query
     if not scfg.enabled:
@@ -205,14 +205,17 @@ def _static_query(ctx: StageContext, cfg: IndexConfig, model, tokenizer, dataset
         if pairs is not None and scfg.clicks != "none":
             clicks = click_examples(feedback, scfg.clicks, held, {d.id for d in docs}, scfg.clicks_weight)
             pairs = _with_clicks(pairs, clicks, docs)
-    vectors = None
+    vectors = teacher = None
     if model_key is not None:
         root = ctx.artifacts / ctx.params.section("encoding").cache_dir
         compute = functools.partial(token_vectors, model, tokenizer, scfg.init_batch)
         vectors = functools.partial(cached_model_array, root, model_key, f"token vectors (batch {scfg.init_batch})",
                                     compute)
+        # the distillation targets per text: a nightly's texts are mostly the last night's
+        teacher = functools.partial(cached_text_vectors, root, model_key, f"teacher vectors (query length {qlen})",
+                                    compute=lambda ts: teacher_vectors(model, tokenizer, ts, qlen))
     tables = build_static_tables(model, tokenizer, [d.contents for d in docs], texts, qlen, dlen, scfg, counts,
-                                 pairs, doc_vectors, vectors)
+                                 pairs, doc_vectors, vectors, teacher)
     tables.meta.update(train_labels=scfg.train_labels and pairs is not None,
                        clicks={"kind": scfg.clicks, **clicks.summary()} if clicks is not None else None)
     save_static_query(bundle / STATIC_DIR, tables.tower, tables.token_weights, tables.meta)

@@ -213,11 +213,13 @@ def build_static_tables(model: torch.nn.Module, tokenizer, documents: Sequence[s
                         query_max_length: int, doc_max_length: int, cfg: StaticQueryConfig,
                         text_counts: dict[str, int] | None = None, pairs: TrainPairs | None = None,
                         doc_vectors: np.ndarray | None = None,
-                        vectors: Callable[[], np.ndarray] | None = None) -> StaticTables:
+                        vectors: Callable[[], np.ndarray] | None = None,
+                        teacher: Callable[[list[str]], np.ndarray] | None = None) -> StaticTables:
     """The bundle's static query tables: IDF weights over `documents`, a tower distilled on `texts`,
     then (cfg.finetune_epochs > 0) fine-tuned on `pairs` against `doc_vectors`, the rows of the
     documents' frozen dense vectors. `vectors`: where the model's `token_vectors` come from (the index
-    stage's encoding cache), else they are computed here."""
+    stage's encoding cache), else they are computed here; `teacher`: where the distillation targets of
+    a list of texts come from (the same cache), else `teacher_vectors`."""
     torch.manual_seed(cfg.seed)
     times: dict[str, float] = {}
     start = time.perf_counter()
@@ -233,7 +235,9 @@ def build_static_tables(model: torch.nn.Module, tokenizer, documents: Sequence[s
     special = special_mask(tokenizer, len(weights))
     bags, kept = _bags(tokenizer, texts, query_max_length, special)
     start = time.perf_counter()
-    targets = teacher_vectors(model, tokenizer, [texts[i] for i in kept], query_max_length)
+    kept_texts = [texts[i] for i in kept]
+    targets = (teacher(kept_texts) if teacher is not None
+               else teacher_vectors(model, tokenizer, kept_texts, query_max_length))
     times["teacher_s"] = time.perf_counter() - start
     start = time.perf_counter()
     tower, losses = distill_tower(init, bags, targets, cfg)
