@@ -51,7 +51,7 @@ def test_two_nights_learn_from_clicks_and_promote_each_night(tmp_path, repo_root
     records = [json.loads(line) for f in (work / "logs" / QUERIES).rglob("*.jsonl") for line in f.read_text().splitlines()]
     swapped = [r for r in records if "randpair" in r["query_attributes"]]
     assert 0 < len(swapped) < len(records)  # RandPair at 0.3: some answers shown with a swap, logged as shown
-        for kind in (QUERIES, EVENTS):  # every record inside its simulated day
+    for kind in (QUERIES, EVENTS):  # every record inside its simulated day
         for day in days:
             for f in (work / "logs" / kind / day).glob("*.jsonl"):
                 assert all(json.loads(line)["timestamp"].startswith(day) for line in f.read_text().splitlines())
