@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 
 import pytest
 
@@ -14,6 +15,7 @@ from uniret.clicks.sessions import query_key
 from uniret.config import Params
 from uniret.evaluation import heldout
 from uniret.evaluation import newest_traffic as traffic
+from uniret.registry.integrity import write_checksums
 from uniret.registry.promotion import promote
 from uniret.runtime import StageContext, make_context, stage_output
 from uniret.stages import evaluate as evaluate_stage
@@ -152,3 +154,36 @@ def test_no_feedback_logs_skip_the_check_with_the_reason(repo_root, shared_data,
 def test_the_evaluate_stage_reads_the_files_the_feedback_stage_writes():
     assert heldout.HELDOUT_QUERIES == feedback_stage.HELDOUT_QUERIES
     assert heldout.JUDGMENTS == {"click_model": feedback_stage.CLICK_MODEL_QRELS, "coec": feedback_stage.COEC_QRELS}
+
+
+def test_production_on_another_corpus_skips_and_a_damaged_one_blocks(repo_root, shared_data, tmp_path,
+                                                                     gate_artifacts, tiny_bundle):
+    ctx = _context(repo_root, shared_data, tmp_path, gate_artifacts, PRODUCTION_MODE)
+    queries = _queries(ctx)
+    _write_heldout(ctx, queries, _judgments_against(ctx, tiny_bundle, queries))
+    other = tmp_path / "other-corpus-bundle"
+    shutil.copytree(tiny_bundle, other)
+    manifest = json.loads((other / "manifest.json").read_text())
+    (other / "manifest.json").write_text(json.dumps({**manifest, "train_dataset": "nfcorpus"}))
+    write_checksums(other)  # as the index stage writes them: this bundle verifies
+    version = _publish(ctx, other)
+
+    section = evaluate_stage.run(ctx)[traffic.NEWEST_TRAFFIC]
+    assert section["status"] == "scored" and section["production"]["status"] == "other_corpus"
+    reason = (f"production {version} indexes 'nfcorpus', the candidate 'scifact': the held-out day's judgments "
+              "name the candidate's corpus only")
+    assert section["production"]["reason"] == reason
+    _, check, _ = _decision(ctx)
+    assert (check["status"], check["reason"]) == ("skipped", reason)
+
+    version = _publish(ctx, tiny_bundle)
+    registry = tmp_path / "registry" / "bundles" / version
+    damaged = next(p for p in sorted(registry.rglob("*")) if p.is_file() and p.name not in ("manifest.json",
+                                                                                            "SHA256SUMS"))
+    damaged.write_bytes(damaged.read_bytes() + b"tampered")
+    section = evaluate_stage.run(ctx)[traffic.NEWEST_TRAFFIC]
+    assert section["production"]["status"] == "unavailable"
+    assert section["production"]["reason"].startswith(f"production {version} fails verification")
+    out, check, _ = _decision(ctx)
+    assert out["passed"] is False and check["status"] == "fail"
+    assert check["reason"].startswith(f"production {version} fails verification")
