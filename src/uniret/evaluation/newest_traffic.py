@@ -7,9 +7,10 @@ evaluate stage's layout, one pseudo-dataset per judgment set:
 with system the candidate's served mode and "production". The held-out queries are searched on the
 train dataset's corpus: click judgments name its doc ids.
 
-No counterfactual click metric is computed (e.g. the click model's expected clicks, sum over ranks of
-examination x relevance): on these judgments it would rank systems as graded nDCG does, with the
-propensities as discounts, and the gate needs one metric; left for later.
+No counterfactual click metric is computed yet. The cheap one, the click model's expected clicks
+(sum over ranks of examination x relevance), needs an examination propensity at every rank 1-10, and
+the feedback stage leaves a rank without one when no swap links it to rank 1 (one ranker and no
+RandPair: most nights), so the metric would be undefined on exactly the nights it is wanted.
 """
 
 from __future__ import annotations
