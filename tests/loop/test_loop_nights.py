@@ -57,9 +57,12 @@ def test_two_nights_learn_from_clicks_and_promote_each_night(tmp_path, repo_root
                 assert all(json.loads(line)["timestamp"].startswith(day) for line in f.read_text().splitlines())
 
     out = tmp_path / "report"
-    rep = _uniret("loop", "report", "--arm", f"debiased={work}", "--out", str(out), cwd=tmp_path)
+    rep = _uniret("loop", "report", "--arm", f"debiased={work}", "--out", str(out), "--data", str(shared_data),
+                  "--params", str(repo_root / "params.yaml"), cwd=tmp_path)
     assert rep.returncode == 0, rep.stderr[-3000:]
     report = json.loads((out / "loop.json").read_text())
     gain = report["arms"]["debiased"]["gain_last_vs_night0"]
     assert gain["low"] <= gain["diff"] <= gain["high"] and gain["queries"] > 0
+    cost = report["arms"]["debiased"]["randpair_cost"]  # graded on the traffic's qrels, every logged answer
+    assert cost["answers"] == 160 and 0 < cost["swapped"] < 160 and cost["ndcg10_shown_minus_ranked"] <= 0.05
     assert (out / "loop.png").stat().st_size > 1000 and "| 2 |" in (out / "loop.md").read_text()

@@ -40,7 +40,11 @@ def _report(args: argparse.Namespace) -> int:
         if not work:
             raise ValueError(f"--arm {item!r}: expected NAME=WORK_DIR")
         arms[name] = Path(work)
-    doc = build(arms)
+    from uniret.config import load_params
+    from uniret.data.roots import resolve_data_root
+
+    root = resolve_data_root(args.data, load_params(Path(args.params), None).section("data").root)
+    doc = build(arms, domain=root / args.dataset)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     command = args.command or "uniret loop report " + " ".join(shlex.quote(a) for a in sys.argv[3:])
@@ -78,4 +82,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     w.add_argument("--arm", action="append", required=True, help="NAME=WORK_DIR, once per arm")
     w.add_argument("--out", default="results/loop")
     w.add_argument("--command", default=None, help="the command line to print in the report")
+    w.add_argument("--dataset", default="nfcorpus", help="the traffic domain (its train qrels grade RandPair's cost)")
+    w.add_argument("--params", default="params.yaml")
+    w.add_argument("--data", default=None, help="data root (default: $UNIRET_DATA, params, ../shared/data)")
     w.set_defaults(func=_report)

@@ -87,6 +87,8 @@ def write_params(cfg: LoopConfig) -> Path:
         "registry": {"root": str(cfg.work / "registry"), "dvc_push": False, "serve_url": None},
         "serve": {"watch_interval_s": 0.0, "workers": 1},
         "simulate": {"dataset": cfg.dataset, "split": "train", "sessions": cfg.sessions},
+        # the expected-score references are the default recipe's on its own train set, not a loop's
+        "evaluate": {"expected_scores": []},
     }
     merged = merge_overrides(merge_overrides(raw, overrides), cfg.extra)
     path = cfg.work / "params.yaml"

@@ -7,11 +7,13 @@ loop.json, loop.md and loop.png to the output folder (results/loop/).
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 from uniret.clicks.protocol import ClickProtocol
 from uniret.evaluation.significance import paired_bootstrap, per_query_pairs
+from uniret.ubi import QUERIES
 
 METRIC = "ndcg@10"
 
@@ -27,7 +29,44 @@ def _interval(work_a: Path, night_a: int, work_b: Path, night_b: int, name: str)
     return {"diff": round(cmp.diff, 4), "low": round(cmp.ci_low, 4), "high": round(cmp.ci_high, 4), "queries": len(a)}
 
 
-def build(arms: dict[str, Path], eta: float = 1.0) -> dict[str, Any]:
+def _ndcg10(grades: list[int], ideal: list[int]) -> float:
+    def dcg(gs: list[int]) -> float:
+        return sum((2 ** g - 1) / math.log2(i + 2) for i, g in enumerate(gs[:10]))
+
+    best = dcg(sorted(ideal, reverse=True))
+    return dcg(grades) / best if best > 0 else 0.0
+
+
+def randpair_cost(work: Path, qrels: dict[str, dict[str, int]], texts: dict[str, str]) -> dict[str, Any] | None:
+    """What RandPair's swaps cost the users: nDCG@10 of every logged answer as shown minus as ranked (the
+    swap undone), on the traffic's own qrels (the simulator's grades), over all answers of the arm's days."""
+    by_text = {}
+    for qid, text in texts.items():
+        if qid in qrels:
+            by_text.setdefault(text, qid)
+    diffs, swapped = [], 0
+    for f in sorted((work / "logs" / QUERIES).rglob("*.jsonl")):
+        for line in f.read_text(encoding="utf-8").splitlines():
+            rec = json.loads(line)
+            qid = by_text.get(rec["user_query"])
+            if qid is None:
+                continue
+            shown = rec["query_response_hit_ids"]
+            ranked = list(shown)
+            if pair := rec.get("query_attributes", {}).get("randpair"):
+                i, j = pair[0] - 1, pair[1] - 1
+                ranked[i], ranked[j] = ranked[j], ranked[i]
+                swapped += 1
+            ideal = [g for g in qrels[qid].values() if g > 0]
+            diffs.append(_ndcg10([qrels[qid].get(d, 0) for d in shown], ideal)
+                         - _ndcg10([qrels[qid].get(d, 0) for d in ranked], ideal))
+    if not diffs:
+        return None
+    return {"answers": len(diffs), "swapped": swapped, "ndcg10_shown_minus_ranked": round(sum(diffs) / len(diffs), 5),
+            "on": "the logged answers, graded with the traffic's train qrels"}
+
+
+def build(arms: dict[str, Path], eta: float = 1.0, domain: Path | None = None) -> dict[str, Any]:
     """{arm: nights, gains with intervals}, the skyline's gain and each arm's share of it."""
     out: dict[str, Any] = {"metric": f"{METRIC} of hybrid_fast on the traffic domain's test split", "arms": {}}
     loaded = {arm: json.loads((work / "loop.json").read_text()) for arm, work in arms.items()}
@@ -50,6 +89,11 @@ def build(arms: dict[str, Path], eta: float = 1.0) -> dict[str, Any]:
             truth = ClickProtocol(eta=eta).relative_examination(len(table))
             entry["propensities"] = {"night": night, "table": table, "simulator_relative": [round(float(t), 4) for t in truth],
                                      "max_abs_error": _max_error(table, truth)}
+        if domain is not None and doc["settings"].get("clicks") != "none":
+            from uniret.data.beir import BeirDataset, read_qrels
+
+            data = BeirDataset(domain)
+            entry["randpair_cost"] = randpair_cost(arms[arm], read_qrels(data.qrels_path("train")), data.queries())
         out["arms"][arm] = entry
     sky = out["arms"].get("skyline", {}).get("gain_last_vs_night0")
     for arm, entry in out["arms"].items():
@@ -88,6 +132,10 @@ def markdown(doc: dict[str, Any], command: str) -> str:
             lines += ["", f"Last night - night 0: {g['diff']:+.4f} ({g['low']:+.4f} .. {g['high']:+.4f}, paired "
                           f"bootstrap 95%, {g['queries']} queries)"
                       + (f"; {entry['share_of_skyline_gain']:.0%} of the skyline's gain" if "share_of_skyline_gain" in entry else "")]
+        if c := entry.get("randpair_cost"):
+            lines += ["", f"RandPair's cost: {c['swapped']} of {c['answers']} logged answers shown with two adjacent "
+                          f"results swapped; nDCG@10 as shown minus as ranked {c['ndcg10_shown_minus_ranked']:+.5f} "
+                          f"per answer ({c['on']})."]
         if p := entry.get("propensities"):
             lines += ["", f"Propensities estimated on night {p['night']} (relative to rank 1) beside the simulator's; "
                           f"largest error {p['max_abs_error']}:", "",
