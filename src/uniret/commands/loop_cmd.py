@@ -24,7 +24,8 @@ def _run(args: argparse.Namespace) -> int:
     cfg = LoopConfig(arm=args.arm, nights=args.nights, sessions=args.sessions, work=Path(args.work),
                      checkpoint=checkpoint.resolve(), data_root=root.resolve(), params=params.resolve(),
                      dataset=args.dataset, randpair_share=args.randpair_share, seed=args.seed,
-                     cache=Path(args.cache) if args.cache else None, extra=extra, profile=args.profile or "cpu")
+                     cache=Path(args.cache) if args.cache else None, extra=extra, profile=args.profile or "cpu",
+                     until=args.until)
     summary = run_loop(cfg)
     print(json.dumps({n["night"]: n["ndcg@10"] for n in summary["nights"]}))
     return 0
@@ -67,6 +68,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--arm", required=True, choices=("debiased", "naive", "skyline"))
     r.add_argument("--work", required=True, help="the arm's workspace (params, artifacts, registry, logs)")
     r.add_argument("--nights", type=int, default=5)
+    r.add_argument("--until", type=int, default=None,
+                   help="stop after this night (run arms night by night; --nights still dates the days)")
     r.add_argument("--sessions", type=int, default=1000, help="simulated sessions a night")
     r.add_argument("--checkpoint", default="artifacts/continual/model", help="the starting model (default: the demo's)")
     r.add_argument("--cache", default="artifacts/cache", help="corpus-encoding cache to start from (default: the demo's)")

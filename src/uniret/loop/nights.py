@@ -65,6 +65,7 @@ class LoopConfig:
     cache: Path | None = None  # a corpus-encoding cache to start from (the demo's artifacts/cache)
     extra: dict[str, Any] = field(default_factory=dict)  # further params overrides (tests: the tiny profile)
     profile: str = "cpu"
+    until: int | None = None  # stop after this night (arms run night by night, interleaved; days keep their dates)
 
 
 def _day(n: int, nights: int) -> str:
@@ -253,6 +254,8 @@ def run_loop(cfg: LoopConfig) -> dict[str, Any]:
     done = {n["night"] for n in nights}
     traffic = cfg.arm != "skyline"
     last = cfg.nights if traffic else 1
+    if cfg.until is not None:
+        last = min(last, cfg.until)
     for night in range(0, last + 1):
         if night in done:
             continue
