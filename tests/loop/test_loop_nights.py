@@ -63,6 +63,8 @@ def test_two_nights_learn_from_clicks_and_promote_each_night(tmp_path, repo_root
     report = json.loads((out / "loop.json").read_text())
     gain = report["arms"]["debiased"]["gain_last_vs_night0"]
     assert gain["low"] <= gain["diff"] <= gain["high"] and gain["queries"] > 0
+    assert (work / "nights" / "2" / "per_query" / "nfcorpus.json").is_file()
+    assert report["arms"]["debiased"]["zero_shot_check"] is None  # only the domain evaluated: no other set to check
     cost = report["arms"]["debiased"]["randpair_cost"]  # graded on the traffic's qrels, every logged answer
     assert cost["answers"] == 160 and 0 < cost["swapped"] < 160 and cost["ndcg10_shown_minus_ranked"] <= 0.05
     assert (out / "loop.png").stat().st_size > 1000 and "| 2 |" in (out / "loop.md").read_text()

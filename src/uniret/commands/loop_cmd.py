@@ -44,8 +44,9 @@ def _report(args: argparse.Namespace) -> int:
     from uniret.config import load_params
     from uniret.data.roots import resolve_data_root
 
-    root = resolve_data_root(args.data, load_params(Path(args.params), None).section("data").root)
-    doc = build(arms, domain=root / args.dataset)
+    params = load_params(Path(args.params), None)
+    root = resolve_data_root(args.data, params.section("data").root)
+    doc = build(arms, domain=root / args.dataset, gate=params.section("gate"))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     command = args.command or "uniret loop report " + " ".join(shlex.quote(a) for a in sys.argv[3:])

@@ -206,6 +206,17 @@ def _promote(cfg: LoopConfig, night: int, metrics: dict[str, Any]) -> str:
     return result.version
 
 
+def keep_per_query(evaluate: Path, keep: Path, dataset: str, mode: str = "hybrid_fast") -> None:
+    """A night's per-query scores of the served mode: the domain's as per_query.json, every set's under
+    per_query/ (the report's zero-shot check pairs them across nights)."""
+    folder = evaluate / "per_query" / mode
+    for f in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        (keep / "per_query").mkdir(parents=True, exist_ok=True)
+        shutil.copy2(f, keep / "per_query" / f.name)
+        if f.stem == dataset:
+            shutil.copy2(f, keep / "per_query.json")
+
+
 def _night_figures(cfg: LoopConfig, night: int) -> dict[str, Any]:
     """The night's evaluation (served mode and BM25 on the domain's test split, the zero-shot macro),
     its per-query scores kept for the paired intervals, and what the feedback stage derived."""
@@ -216,9 +227,7 @@ def _night_figures(cfg: LoopConfig, night: int) -> dict[str, Any]:
     keep = cfg.work / "nights" / str(night)
     keep.mkdir(parents=True, exist_ok=True)
     shutil.copy2(art / "evaluate" / "metrics.json", keep / "metrics.json")
-    per_query = art / "evaluate" / "per_query" / "hybrid_fast" / f"{cfg.dataset}.json"
-    if per_query.is_file():
-        shutil.copy2(per_query, keep / "per_query.json")
+    keep_per_query(art / "evaluate", keep, cfg.dataset)
     fb = read_manifest(art / "feedback").get("metrics", {}) if (art / "feedback").is_dir() else {}
     static = (read_manifest(art / "index").get("metrics") or {}).get("static_query") or {}
     return {

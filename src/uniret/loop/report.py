@@ -66,7 +66,29 @@ def randpair_cost(work: Path, qrels: dict[str, dict[str, int]], texts: dict[str,
             "on": "the logged answers, graded with the traffic's train qrels"}
 
 
-def build(arms: dict[str, Path], eta: float = 1.0, domain: Path | None = None) -> dict[str, Any]:
+def zero_shot_check(work: Path, night: int, domain: str, gate) -> dict[str, Any] | None:
+    """The gate's paired rule on the other sets, night `night` against night 0: pooled (their macro,
+    gate.pooled_margin) and per set (gate.margin). None when the nights kept no per-query scores."""
+    from uniret.evaluation.noninferiority import noninferiority
+
+    def scores(n: int) -> dict[str, dict[str, float]]:
+        folder = work / "nights" / str(n) / "per_query"
+        return {f.stem: {q: v[METRIC] for q, v in json.loads(f.read_text()).items()}
+                for f in sorted(folder.glob("*.json")) if f.stem != domain} if folder.is_dir() else {}
+
+    first, last = scores(0), scores(night)
+    names = sorted(set(first) & set(last))
+    if not names:
+        return None
+    sets = {n: per_query_pairs(first[n], last[n], n) for n in names}
+    conf = gate.regression_confidence
+    pooled = noninferiority(sets, gate.pooled_margin, conf)
+    per_set = {n: noninferiority({n: sets[n]}, gate.margin(n), conf).as_dict(4) for n in names}
+    return {"night": night, "sets": names, "pooled": pooled.as_dict(4),
+            "per_set": per_set, "within_margins": not pooled.worse and not any(v["worse"] for v in per_set.values())}
+
+
+def build(arms: dict[str, Path], eta: float = 1.0, domain: Path | None = None, gate=None) -> dict[str, Any]:
     """{arm: nights, gains with intervals}, the skyline's gain and each arm's share of it."""
     out: dict[str, Any] = {"metric": f"{METRIC} of hybrid_fast on the traffic domain's test split", "arms": {}}
     loaded = {arm: json.loads((work / "loop.json").read_text()) for arm, work in arms.items()}
@@ -82,6 +104,8 @@ def build(arms: dict[str, Path], eta: float = 1.0, domain: Path | None = None) -
                                "newest_traffic": n.get("newest_traffic")} for n in nights]}
         if last > 0:
             entry["gain_last_vs_night0"] = _interval(arms[arm], 0, arms[arm], last, f"{arm} night {last} - night 0")
+            if gate is not None and domain is not None:
+                entry["zero_shot_check"] = zero_shot_check(arms[arm], last, domain.name, gate)
         props = [(n["night"], (n.get("feedback") or {}).get("propensities")) for n in nights]
         props = [(k, p) for k, p in props if p]
         if props:
@@ -132,6 +156,14 @@ def markdown(doc: dict[str, Any], command: str) -> str:
             lines += ["", f"Last night - night 0: {g['diff']:+.4f} ({g['low']:+.4f} .. {g['high']:+.4f}, paired "
                           f"bootstrap 95%, {g['queries']} queries)"
                       + (f"; {entry['share_of_skyline_gain']:.0%} of the skyline's gain" if "share_of_skyline_gain" in entry else "")]
+        if z := entry.get("zero_shot_check"):
+            p = z["pooled"]
+            lines += ["", f"Zero-shot sets, night {z['night']} - night 0 under the gate's paired rule "
+                          f"({', '.join(z['sets'])}): macro {p['diff']:+.4f} (one-sided {p['confidence']:.0%} bound "
+                          f"{p['high']:+.4f}, margin {p['margin']}); per set "
+                          + ", ".join(f"{n} {v['diff']:+.4f}" + (" (worse)" if v["worse"] else "")
+                                      for n, v in z["per_set"].items())
+                          + f": {'within' if z['within_margins'] else 'NOT within'} the gate's margins."]
         if c := entry.get("randpair_cost"):
             lines += ["", f"RandPair's cost: {c['swapped']} of {c['answers']} logged answers shown with two adjacent "
                           f"results swapped; nDCG@10 as shown minus as ranked {c['ndcg10_shown_minus_ranked']:+.5f} "
