@@ -13,6 +13,11 @@ EPILOG = """exit codes:
   1   failed (a command, a stage, or the report failed)
   75  another nightly run holds the lock (nothing was done; retry later)
 
+A night that ends 3 or 4 refreshes the corpus (params nightly.refresh_corpus): today's documents
+indexed with production's own model, checked (checksums, floors, latency) and promoted as
+"corpus refresh of <version>"; the code stays 3 or 4, the summary says what the refresh did, and a
+refresh that fails makes the night 1.
+
 Commands run in the params file's folder, with $UNIRET_PROFILE and $UNIRET_ARTIFACTS set for them.
 """
 

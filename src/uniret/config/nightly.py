@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 
 @dataclass
@@ -15,6 +16,12 @@ class NightlyConfig:
     # params edit): every stage, the gate and the report run, and the nightly exits 4 (paused)
     promote: bool = True
     report: bool = True  # run the report stage after the decision
+    # a night that promotes no new model re-indexes today's corpus with production's own model and
+    # promotes that bundle after integrity, floor and latency checks (uniret.stages.corpus_refresh):
+    # "blocked_or_paused" also while `uniret registry pause` holds (a pause freezes models, not
+    # documents), "blocked" only on blocked nights (a pause freezes everything), "off" never;
+    # nightly.promote: false turns it off too
+    refresh_corpus: Literal["off", "blocked", "blocked_or_paused"] = "blocked_or_paused"
     lock_file: str = ".cache/nightly.lock"  # relative to the params file's folder
 
     def validate(self) -> None:

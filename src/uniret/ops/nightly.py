@@ -4,6 +4,10 @@ Exit codes (also in `uniret nightly --help`): 0 promoted (or the candidate alrea
 production), 3 blocked (by the gate, or because a rollback rejected the candidate's content),
 4 promotion paused, 1 failed, 75 another nightly run holds the lock.
 
+A blocked or paused night refreshes production's corpus (params nightly.refresh_corpus,
+uniret.stages.corpus_refresh): today's documents indexed with production's own model, checked and
+promoted; the exit code stays 3 or 4 and the summary says what the refresh did.
+
 Before promoting, the run reads the registry's control state (uniret.registry.control): while
 promotion is paused (`uniret registry pause`, or params `nightly.promote: false`) every stage, the
 gate and the report still run and nothing is promoted; a candidate whose content a rollback
@@ -57,6 +61,7 @@ class NightlyOutcome:
     code: int
     summary: str
     steps: list[str] = field(default_factory=list)
+    refresh: dict | None = None  # what the corpus refresh did (uniret.stages.corpus_refresh), None: not run
 
 
 class Supervisor:
@@ -143,6 +148,8 @@ def _steps(ctx: StageContext, cfg: NightlyConfig, supervisor: Supervisor) -> Nig
         out.code, out.summary = EXIT_PROMOTED, "promoted"
     else:
         out.code, out.summary = EXIT_BLOCKED, f"blocked: {gate_says}"
+    if out.code in (EXIT_BLOCKED, EXIT_PAUSED):
+        _refresh_corpus(ctx, cfg, out)
     if cfg.report:
         try:
             run_stage("report", ctx)
@@ -152,6 +159,26 @@ def _steps(ctx: StageContext, cfg: NightlyConfig, supervisor: Supervisor) -> Nig
             out.steps.append(f"report: failed: {exc}")
             out.code, out.summary = EXIT_FAILED, f"{out.summary}; report failed: {exc}"
     return out
+
+
+def _refresh_corpus(ctx: StageContext, cfg: NightlyConfig, out: NightlyOutcome) -> None:
+    """No new model tonight: today's corpus with production's model (uniret.stages.corpus_refresh), so
+    served documents are never older than a night. The exit code stays blocked/paused (the model was
+    not promoted); a refresh that fails makes the night failed: documents go stale until it is fixed."""
+    from uniret.stages.corpus_refresh import refresh_corpus
+
+    setting = cfg.refresh_corpus if cfg.promote else "off"  # nightly.promote: false promotes nothing at all
+    try:
+        result = refresh_corpus(ctx, setting, paused=out.code == EXIT_PAUSED)
+    except Exception as exc:  # noqa: BLE001 - the gate's decision stands; the night is reported failed
+        log.exception("nightly: corpus refresh failed")
+        out.steps.append(f"corpus refresh: failed: {exc}")
+        out.refresh = {"status": "failed", "summary": f"corpus refresh failed: {exc}"}
+        out.code, out.summary = EXIT_FAILED, f"{out.summary}; corpus refresh failed: {exc}"
+        return
+    out.refresh = result.to_dict()
+    out.steps.append(f"corpus refresh: {result.status} {result.version or ''}".rstrip())
+    out.summary = f"{out.summary}; {result.summary}"
 
 
 def promotion_held(ctx: StageContext, cfg: NightlyConfig, passed: bool) -> tuple[int, str] | None:

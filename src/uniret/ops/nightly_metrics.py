@@ -26,7 +26,7 @@ def record_outcome(params: Params, outcome: Any) -> dict[str, Any] | None:
         return None
     root = registry_root(params)
     try:
-        return record_in_registry(root, name, outcome.code, outcome.summary)
+        return record_in_registry(root, name, outcome.code, outcome.summary, getattr(outcome, "refresh", None))
     except OSError as exc:
         log.warning("nightly: could not record the outcome in %s (the run's exit code stands): %s", root, exc)
         return None

@@ -1,6 +1,6 @@
 """The nightly's recent outcomes, kept in the registry for serving to export: <registry>/nightly.json.
 
-    {"last_run": {"finished_at", "outcome", "code", "summary"}, "last_success_at",
+    {"last_run": {"finished_at", "outcome", "code", "summary"[, "refresh"]}, "last_success_at",
      "blocked_in_row", "failed_in_row", "runs": {outcome: count}}
 
 Why a file in the registry rather than a Prometheus textfile or a Pushgateway: the nightly's pods are
@@ -49,15 +49,20 @@ def read_status(root: str | Path) -> dict[str, Any] | None:
     return data
 
 
-def next_status(previous: dict[str, Any] | None, outcome: str, code: int, summary: str, finished_at: str) -> dict[str, Any]:
-    """The status after one more run: streaks grow on a repeat and restart on any other outcome."""
+def next_status(previous: dict[str, Any] | None, outcome: str, code: int, summary: str, finished_at: str,
+                refresh: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The status after one more run: streaks grow on a repeat and restart on any other outcome.
+    `refresh`: what the night's corpus refresh did (last_run.refresh; absent when none ran)."""
     if outcome not in OUTCOMES:
         raise ValueError(f"unknown nightly outcome {outcome!r}; known: {', '.join(OUTCOMES)}")
     prev = previous or {}
     runs = {name: int((prev.get("runs") or {}).get(name, 0)) for name in OUTCOMES}
     runs[outcome] += 1
+    last_run: dict[str, Any] = {"finished_at": finished_at, "outcome": outcome, "code": code, "summary": summary}
+    if refresh is not None:
+        last_run["refresh"] = refresh
     return {
-        "last_run": {"finished_at": finished_at, "outcome": outcome, "code": code, "summary": summary},
+        "last_run": last_run,
         "last_success_at": finished_at if outcome == "ok" else prev.get("last_success_at"),
         "blocked_in_row": int(prev.get("blocked_in_row", 0)) + 1 if outcome == "blocked" else 0,
         "failed_in_row": int(prev.get("failed_in_row", 0)) + 1 if outcome == "failed" else 0,
@@ -65,8 +70,10 @@ def next_status(previous: dict[str, Any] | None, outcome: str, code: int, summar
     }
 
 
-def record_outcome(root: str | Path, outcome: str, code: int, summary: str) -> dict[str, Any]:
-    """Add one finished run to <root>/nightly.json (created with the registry folder when absent)."""
+def record_outcome(root: str | Path, outcome: str, code: int, summary: str,
+                   refresh: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Add one finished run to <root>/nightly.json (created with the registry folder when absent);
+    `refresh`: what its corpus refresh did, if one ran."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     with registry_lock(root):
@@ -75,6 +82,6 @@ def record_outcome(root: str | Path, outcome: str, code: int, summary: str) -> d
         except RegistryError as exc:  # restart the streaks rather than stop recording every later run
             log.warning("%s; starting it afresh", exc)
             previous = None
-        status = next_status(previous, outcome, code, summary, now_iso())
+        status = next_status(previous, outcome, code, summary, now_iso(), refresh)
         atomic_write_json(root / NIGHTLY_STATUS, status)
     return status

@@ -98,6 +98,8 @@ def promote(
     keep_history: int | None = None,
     attachments: dict[str, Path] | None = None,
     on_change: OnChange | None = None,
+    while_paused: bool = False,
+    reason: str | None = None,
 ) -> PromotionResult:
     """Publish bundle folder `source` (unless identical content is already published) and make it production.
 
@@ -111,6 +113,9 @@ def promote(
     `attachments`: folders published with the bundle (bundles.publish).
     `on_change`: see the module doc (also run when the bundle already is production, so a re-run
     repairs an engine alias that a failed run left behind).
+    `while_paused`: promote though the registry is paused (a corpus refresh of production's own
+    model, params nightly.refresh_corpus); a rejection still refuses. `reason`: recorded in the
+    pointer (e.g. "corpus refresh of <version>").
     """
     root, serving = Path(root), serving or Serving()
     root.mkdir(parents=True, exist_ok=True)
@@ -125,7 +130,10 @@ def promote(
             log.info("bundle %s (same content) already is production: nothing to promote", existing)
             return PromotionResult("promote", existing, previous, False, False, current, "skipped: no change",
                                    engine=_engine_change(on_change, root, existing))
-        refusal = read_control(root).refusal(content_hash)
+        control = read_control(root)
+        rejection = control.rejected.get(content_hash)
+        refusal = (rejection.describe() if rejection is not None else None) if while_paused \
+            else control.refusal(content_hash)
         if refusal is not None:
             raise PromotionHeld(f"{root}: not promoted: {refusal}")
         published = existing is None
@@ -134,7 +142,7 @@ def promote(
                                        lineage={**lineage, "parent": previous}, version=version,
                                        content_hash=content_hash, attachments=attachments)
         checked = frozenset(v for v in (previous, existing) if v)
-        pointer = point_to(root, existing, checked - {existing})
+        pointer = point_to(root, existing, checked - {existing}, **({"reason": reason} if reason else {}))
         engine = _engine_change(on_change, root, existing)
         pruned, retention = _retain(root, keep_history, checked)
         if keep_history is not None:

@@ -58,6 +58,12 @@ def find_checkpoint(ctx: StageContext, source: str) -> tuple[str, Path]:
     raise FileNotFoundError(f"index: no checkpoint found (looked for {where}); run `uniret {candidates[-1]}` first")
 
 
+def corpus_identity(dataset: BeirDataset) -> dict[str, str]:
+    """What the bundle indexes: the dataset's name and its corpus file's sha256 (a corpus refresh
+    compares it with today's validated corpus, uniret.stages.corpus_refresh)."""
+    return {"dataset": dataset.name, "sha256": hash_path(dataset.corpus_path)}
+
+
 def _parity_texts(dataset: BeirDataset, split: str, cfg: IndexConfig) -> tuple[list[str], list[str]]:
     """Real queries (the train split, else any) and the first documents of the corpus."""
     queries = dataset.split_queries(split) if split in dataset.splits() else dataset.queries()
@@ -300,6 +306,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
             {
                 "format": FORMAT_VERSION,
                 "train_dataset": dataset.name,
+                "corpus": corpus_identity(dataset),
                 "model": info,
                 "query_max_length": qlen,
                 "doc_max_length": dlen,
