@@ -43,7 +43,8 @@ def test_every_query_reads_metrics_serving_exports(exported_names, promql_names,
     # the operations gauges and the request metrics are all on the dashboard
     for name in ("uniret_search_requests_total", "uniret_search_latency_seconds_bucket", "uniret_reloads_total",
                  "uniret_bundle_info", "uniret_bundle_published_timestamp_seconds", "uniret_nightly_blocked_in_row",
-                 "uniret_nightly_last_outcome", "uniret_nightly_runs_total", "uniret_bundle_bench_p95_seconds"):
+                 "uniret_nightly_last_outcome", "uniret_nightly_runs_total", "uniret_bundle_bench_p95_seconds",
+                 "uniret_registry_paused"):
         assert name in read, f"{name} is on no panel"
 
 

@@ -118,6 +118,33 @@ def test_a_damaged_registry_file_never_breaks_the_scrape(registry):
     assert got[("uniret_bundle_bench_p95_seconds", (("mode", "hybrid_fast"),))] == 0.0125  # the bundle's own
 
 
+def test_a_pause_is_exported_until_it_is_resumed(registry):
+    """`uniret registry pause` -> uniret_registry_paused 1 and the pause's start; resume -> 0, no start."""
+    from uniret.registry.control import CONTROL, pause, read_control, resume
+
+    metrics = ServingMetrics()
+    metrics.track(lambda: _live(registry / "bundles" / "v1", "v1"), registry)
+    got = _scrape(metrics)
+    assert got[("uniret_registry_paused", ())] == 0.0  # no control.json: not paused
+    assert ("uniret_registry_paused_since_timestamp_seconds", ()) not in got
+
+    pause(registry, reason="bad labels upstream")
+    got = _scrape(metrics)
+    assert got[("uniret_registry_paused", ())] == 1.0
+    assert got[("uniret_registry_paused_since_timestamp_seconds", ())] == iso_seconds(read_control(registry).paused_at)
+    assert got[("uniret_registry_read_ok", ())] == 1.0
+
+    resume(registry)
+    got = _scrape(metrics)
+    assert got[("uniret_registry_paused", ())] == 0.0
+    assert ("uniret_registry_paused_since_timestamp_seconds", ()) not in got
+
+    (registry / CONTROL).write_text('{"paused": "yes"}')  # damaged: no guess either way
+    got = _scrape(metrics)
+    assert ("uniret_registry_paused", ()) not in got and got[("uniret_registry_read_ok", ())] == 0.0
+    assert got[("uniret_bundle_is_production", ())] == 1.0  # the other registry files still count
+
+
 def test_a_fixed_bundle_server_exports_no_registry_gauges(registry):
     metrics = ServingMetrics()
     metrics.track(lambda: _live(registry / "bundles" / "v1", "v1"), None)

@@ -96,7 +96,7 @@ def test_prometheus_scrapes_uniret_serve(serving, prometheus, tmp_path):
                 "uniret_bundle_info", "uniret_bundle_is_production", "uniret_bundle_bench_p95_seconds",
                 "uniret_bundle_published_timestamp_seconds", "uniret_production_promoted_timestamp_seconds",
                 "uniret_nightly_blocked_in_row", "uniret_nightly_last_outcome", "uniret_nightly_runs_total",
-                "uniret_registry_read_ok", "uniret_search_inflight"} <= names
+                "uniret_registry_read_ok", "uniret_registry_paused", "uniret_search_inflight"} <= names
 
         def value(query: str) -> dict[str, float]:
             return {json.dumps(r["metric"], sort_keys=True): float(r["value"][1])
@@ -109,13 +109,14 @@ def test_prometheus_scrapes_uniret_serve(serving, prometheus, tmp_path):
         assert list(value(f'uniret_bundle_bench_p95_seconds{{mode="{mode}"}}').values()) == [BENCH_P95_MS / 1000]
         assert sum(value(f'uniret_search_requests_total{{mode="{mode}", status="200"}}').values()) == 3.0
         assert list(value("uniret_nightly_blocked_in_row").values()) == [2.0]
+        assert list(value("uniret_registry_paused").values()) == [0.0]  # no pause recorded
 
         firing = _wait("UniretNightlyBlocked firing", lambda: [
             a for a in _api(port, "alerts")["alerts"] if a["labels"]["alertname"] == "UniretNightlyBlocked"
             and a["state"] == "firing"], proc, log)
         assert firing[0]["labels"]["job"] == "uniret-serving" and firing[0]["labels"]["severity"] == "warning"
         rules = [r for g in _api(port, "rules")["groups"] for r in g["rules"]]
-        assert len(rules) == 9 and all(r["health"] != "err" for r in rules), [r.get("lastError") for r in rules]
+        assert len(rules) == 10 and all(r["health"] != "err" for r in rules), [r.get("lastError") for r in rules]
         others = {a["labels"]["alertname"] for a in _api(port, "alerts")["alerts"]} - {"UniretNightlyBlocked"}
         assert others == set(), f"alerts on a healthy server: {others}"
     finally:

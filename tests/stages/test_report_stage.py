@@ -112,6 +112,37 @@ def test_report_without_gate_or_logs_says_so(ctx, monkeypatch):
     assert "production column: no production bundle in the registry" in text
 
 
+def test_report_says_when_promotion_is_paused(ctx, tmp_path, monkeypatch):
+    """`uniret registry pause` (with its time, author and reason) and params nightly.promote: false put
+    a paused line under the gate's; no pause, no line."""
+    from uniret.registry.control import pause, resume
+
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    (ctx.artifacts / "evaluate").mkdir(parents=True)
+    (ctx.artifacts / "evaluate" / "manifest.json").write_text("{}")
+    (ctx.artifacts / "evaluate" / "metrics.json").write_text(json.dumps(_metrics(0.7, 0.3)))
+    registry = tmp_path / "registry"
+    registry.mkdir()
+    report = ctx.stage_dir("report") / "report.md"
+
+    assert report_stage.run(ctx)["paused"] is None
+    assert "**paused**" not in report.read_text()
+
+    pause(registry, reason="label audit")
+    out = report_stage.run(ctx)
+    line = next(x for x in report.read_text().splitlines() if x.startswith("- **paused**"))
+    assert "promotion paused since" in line and "(label audit)" in line and "uniret registry resume" in line
+    assert out["paused"] in line
+
+    resume(registry)
+    assert report_stage.run(ctx)["paused"] is None
+    raw = yaml.safe_load((tmp_path / "params.yaml").read_text())
+    raw["nightly"]["promote"] = False
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    report_stage.run(make_context(tmp_path / "params.yaml", "tiny", str(ctx.data_root), ctx.artifacts))
+    assert "- **paused**: params nightly.promote is false" in report.read_text()
+
+
 def _per_query(folder: Path, system: str, values: dict[str, list[float]]) -> None:
     for ds, scores in values.items():
         path = folder / "per_query" / system / f"{ds}.json"

@@ -154,10 +154,12 @@ def render(
     intervals: list[str] | None = None,
     production_intervals: list[str] | None = None,
     production_note: str | None = None,
+    paused: str | None = None,
 ) -> str:
     """The whole report.md; `intervals` / `production_intervals`: markdown lines of the candidate vs
     the baseline / vs production with bootstrap intervals (uniret.evaluation.compare_systems), shown
-    under the per-dataset table; `production_note`: where production's scores came from."""
+    under the per-dataset table; `production_note`: where production's scores came from; `paused`:
+    why promotion is paused (a line under the gate's), None when it is not."""
     lines = [
         "# uniret regression report",
         "",
@@ -168,6 +170,7 @@ def render(
         "## Gate",
         "",
         *gate_lines(decision, decision_absent),
+        *([f"- **paused**: {paused}"] if paused else []),
         "",
         *newest_traffic_lines(metrics.get("newest_traffic")),
         f"## {cmp.metric} per dataset",

@@ -3,8 +3,10 @@
 From the live bundle's manifest (read once per bundle): when it was published, its bench p95 (the
 gate's `latency_p95_ms` check of the served mode). From the registry, when serving reads one
 (a few small JSON files, read at each scrape; Prometheus scrapes every 15-60 s): production.json
-(is this process on production, when was it promoted) and the nightly's outcomes (registry/nightly_status.py). A file that cannot be read leaves its
-gauges out and sets `uniret_registry_read_ok` to 0; it never fails the scrape.
+(is this process on production, when was it promoted), the nightly's outcomes
+(registry/nightly_status.py) and control.json (is promotion paused by `uniret registry pause`, since
+when). A file that cannot be read leaves its gauges out and sets `uniret_registry_read_ok` to 0; it
+never fails the scrape.
 """
 
 from __future__ import annotations
@@ -110,6 +112,9 @@ class OperationsCollector:
             _gauge("uniret_production_promoted_timestamp_seconds",
                    "When production.json last changed (a promotion or a rollback)"),
             _gauge("uniret_registry_read_ok", "1 when every registry file read at this scrape was readable"),
+            _gauge("uniret_registry_paused", "1 while `uniret registry pause` is in force (no promotion), 0 otherwise"),
+            _gauge("uniret_registry_paused_since_timestamp_seconds",
+                   "When the pause in force began (control.json's paused.at); absent when not paused"),
             _gauge("uniret_nightly_last_run_timestamp_seconds", "When the last recorded nightly run finished"),
             _gauge("uniret_nightly_last_success_timestamp_seconds", "When the last nightly run that ended ok finished"),
             _gauge("uniret_nightly_blocked_in_row", "Nightly runs in a row blocked by the gate (the latest included)"),
@@ -173,4 +178,24 @@ class OperationsCollector:
             for outcome in OUTCOMES:
                 families["uniret_nightly_last_outcome"].add_metric([outcome], float(last.get("outcome") == outcome))
                 families["uniret_nightly_runs"].add_metric([outcome], float((status.get("runs") or {}).get(outcome, 0)))
+        ok = self._collect_control(families) and ok
         families["uniret_registry_read_ok"].add_metric([], float(ok))
+
+    def _collect_control(self, families: dict[str, Metric]) -> bool:
+        """The pause gauges from control.json; False (gauges left out) when it cannot be read."""
+        from uniret.registry.control import read_control
+        from uniret.registry.errors import RegistryError
+        from uniret.registry.nightly_status import iso_seconds
+
+        try:
+            control = read_control(self.registry_root)
+        except (RegistryError, OSError) as exc:
+            log.warning("metrics: %s", exc)
+            return False
+        families["uniret_registry_paused"].add_metric([], float(control.paused))
+        if control.paused:
+            try:
+                families["uniret_registry_paused_since_timestamp_seconds"].add_metric([], iso_seconds(control.paused_at))
+            except (TypeError, ValueError):
+                pass  # a pause without a readable time still shows as paused
+        return True

@@ -26,6 +26,7 @@ from uniret.evaluation.regression import Comparison, compare, render
 from uniret.evaluation.train_logs import LOSS, SPARSITY_COLUMNS, STEP, Columns, find_train_logs
 from uniret.registry.bundles import EVALUATION_DIR, read_manifest
 from uniret.registry.configured import registry_root
+from uniret.registry.control import read_control
 from uniret.registry.errors import RegistryError
 from uniret.registry.gate import resolve_gate_config
 from uniret.registry.integrity import verify_bundle
@@ -102,6 +103,18 @@ def production_view(ctx: StageContext, root: Path, decision: dict[str, Any] | No
     return view, ""
 
 
+def paused_text(ctx: StageContext, root: Path) -> str | None:
+    """Why promotion is paused tonight (`uniret registry pause`, or params nightly.promote: false),
+    None when it is not; a control.json that cannot be read is said, not guessed either way."""
+    if not ctx.params.section("nightly").promote:
+        return "params nightly.promote is false: no candidate is promoted until it is set back to true"
+    try:
+        control = read_control(root)
+    except (RegistryError, OSError) as exc:
+        return f"unknown: {exc}"
+    return control.pause_text() + "; this night's candidate is not promoted" if control.paused else None
+
+
 def training_figures(logs: dict[str, Columns], out: Path, dpi: int) -> tuple[dict[str, str], list[str]]:
     """Loss curves and sparsity curves (one panel per stage); notes for what could not be plotted."""
     figures, notes = {}, []
@@ -175,7 +188,9 @@ def run(ctx: StageContext) -> dict[str, Any]:
     metrics = read_json(metrics_path)
     decision, decision_absent = read_optional_json(ctx.stage_dir("gate") / DECISION_JSON, "gate decision")
     rescored, _ = read_optional_json(ctx.stage_dir("gate") / PRODUCTION_METRICS_JSON, "production re-scoring")
-    view, absent = production_view(ctx, registry_root(ctx.params), decision, rescored)
+    root = registry_root(ctx.params)
+    view, absent = production_view(ctx, root, decision, rescored)
+    paused = paused_text(ctx, root)
     production = None if view is None else (view.version, view.metrics, view.system)
     cmp = compare(metrics, metric=gate.metric, candidate=gate.candidate_system, baseline=gate.baseline_system,
                   production=production, macro_key=gate.macro_key)
@@ -202,7 +217,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
         images = {Path(name).stem: out / name for name in figures.values()}
         seconds = stage_seconds(ctx, STAGES[: STAGES.index("report")])  # the stages before the report
         extra = {"stage_seconds": seconds, "intervals": vs_baseline, "production_intervals": vs_production,
-                 "production_note": None if view is None else view.note}
+                 "production_note": None if view is None else view.note, "paused": paused}
         draft = render(cmp, metrics, profile=ctx.profile, decision=decision, decision_absent=decision_absent,
                        figures=figures, notes=notes, wandb={"mode": "pending", "status": "logging"}, **extra)
         outcome = log_run(wandb_content(ctx, cmp, metrics, decision, images, draft), project=cfg.wandb_project,
@@ -211,6 +226,6 @@ def run(ctx: StageContext) -> dict[str, Any]:
                       figures=figures, notes=notes, wandb=outcome.to_dict(), **extra)
         atomic_write_text(out / REPORT_MD, text)
         manifest["metrics"] = {"figures": sorted(figures.values()), "wandb": outcome.to_dict(), "notes": notes,
-                               "production": cmp.production}
+                               "production": cmp.production, "paused": paused}
     log.info("report written to %s (W&B %s)", ctx.stage_dir("report") / REPORT_MD, outcome.status)
     return manifest["metrics"]
