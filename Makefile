@@ -24,7 +24,7 @@ export ORT_DISABLE_TELEMETRY := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export DVC_SITE_CACHE_DIR := $(CURDIR)/.cache/dvc-site
 
-.PHONY: install demo test test-images lint bench clean help pipeline image image-gpu lint-images dag-in-image gpu-kit gpu-check
+.PHONY: install demo test test-images lint bench clean help pipeline image image-gpu lint-images dag-in-image gpu-kit gpu-check gpu-dry-run
 
 help:
 	@echo "make demo   - install, then run the whole DAG (dvc repro) on ../shared/data with the cpu profile"
@@ -34,7 +34,8 @@ help:
 	@echo "make bench  - speed/size benchmarks (writes results/bench/)"
 	@echo "make image  - build the CPU image (podman, else docker), make image-gpu the CUDA one"
 	@echo "make dag-in-image - the tiny DAG with every task in the CPU image (kfp.local DockerRunner)"
-	@echo "make gpu-kit - backbones, a dataset and wheels for the GPU check (.gpu-kit/), run by make gpu-check"
+	@echo "make gpu-kit - packed backbones and a data slice for the GPU check (.gpu-kit/), run by make gpu-check"
+	@echo "make gpu-dry-run - the GPU check's device command on this CPU, offline, from a copy of the tree + kit"
 
 install: $(STAMP)
 
@@ -115,6 +116,11 @@ gpu-kit: install
 
 gpu-check:
 	@GPU_KIT=$(GPU_KIT) GPU_PYTHON=$(GPU_PYTHON) scripts/gpu_check.sh --out results/gpu-check $(GPU_CHECK_ARGS)
+
+# the exact device command with --allow-cpu, offline, with what the GPU machine lacks unimportable
+GPU_DRY_RUN_OUT ?= .cache/gpu-dry-run
+gpu-dry-run: install
+	GPU_KIT=$(GPU_KIT) GPU_PYTHON=$(BIN)/python scripts/gpu_dry_run.sh $(GPU_DRY_RUN_OUT) $(GPU_CHECK_ARGS)
 
 clean:
 	rm -rf artifacts .cache

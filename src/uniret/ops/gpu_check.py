@@ -26,6 +26,9 @@ from typing import Any
 log = logging.getLogger("uniret.gpu_check")
 
 CANNOT_RUN = 2  # exit status without a CUDA device (the refusal) or without the data
+# one device-tool call: 15 minutes of device time, start and transfers included (docs/gpu.md)
+STEP_TIMEOUT_S = 150
+BUDGET_S = 330
 FAILED = 1  # some step failed
 # distributions whose versions shape the figures (read from metadata, never imported for it)
 DISTRIBUTIONS = ("torch", "transformers", "tokenizers", "onnx", "onnxruntime", "onnxruntime-gpu", "onnxscript",
@@ -95,6 +98,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help=f"comma-separated subset of: {', '.join(STEP_NAMES)}")
     p.add_argument("--allow-cpu", action="store_true",
                    help="dry run on the CPU (tests the pieces; the report says device cpu)")
+    p.add_argument("--step-timeout", type=float, default=None,
+                   help=f"seconds a step may run (default {STEP_TIMEOUT_S:g} on CUDA, none in a dry run; 0: none)")
+    p.add_argument("--budget", type=float, default=None,
+                   help=f"seconds for all steps; later steps are skipped once spent (default {BUDGET_S:g} on CUDA, "
+                        "none in a dry run; 0: none)")
     args = p.parse_args(argv)
     unknown = sorted(set(args.steps.split(",")) - set(STEP_NAMES))
     if unknown:
@@ -119,6 +127,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return CANNOT_RUN
     from uniret.ops.gpu_steps import run_check
 
+    cuda = device["type"] == "cuda"
+    if args.step_timeout is None:
+        args.step_timeout = STEP_TIMEOUT_S if cuda else 0
+    if args.budget is None:
+        args.budget = BUDGET_S if cuda else 0
     report = run_check(args, device, versions(), " ".join(["gpu-check", *(argv if argv is not None else sys.argv[1:])]))
     json_path, md_path = report.write(Path(args.out))
     print(f"gpu-check {'passed' if report.ok else 'FAILED'} on {device['type']}: {json_path} {md_path}")

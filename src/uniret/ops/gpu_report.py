@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -42,6 +44,7 @@ class Report:
     started: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     steps: list[StepRecord] = field(default_factory=list)
     fallbacks: list[dict[str, str]] = field(default_factory=list)
+    out_dir: Path | None = None  # set: both reports rewritten after every step, so a killed run leaves its steps
 
     def fallback(self, step: str, wanted: str, used: str, why: str) -> None:
         """Record that `step` could not do `wanted` and did `used` instead (said in both reports)."""
@@ -118,31 +121,55 @@ def render_markdown(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_step(report: Report, name: str, fn: Callable[[], dict[str, Any] | None]) -> StepRecord:
+class StepTimeout(BaseException):
+    """A step ran past its time limit (raised in it by SIGALRM; a BaseException so no step swallows it)."""
+
+
+def _raise_timeout(signum, frame):
+    raise StepTimeout
+
+
+def run_step(report: Report, name: str, fn: Callable[[], dict[str, Any] | None],
+             timeout_s: float | None = None) -> StepRecord:
     """Run one step, timed (CUDA synchronised) and with its peak GPU memory; a failure is recorded,
     not raised, so one broken piece does not hide the others. A step returning {"skipped": why}
-    is recorded as skipped."""
+    is recorded as skipped. With `timeout_s` the step is interrupted (SIGALRM, main thread) and
+    recorded as failed once it runs longer; a hang inside C code outlives it, which is why
+    scripts/gpu_check.sh also kills the whole check at its own limit."""
     import torch
 
     record = StepRecord(name)
+    alarm = bool(timeout_s) and threading.current_thread() is threading.main_thread()
     cuda = torch.cuda.is_available()
     if cuda:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
     log.info("gpu-check step %s", name)
     start = time.perf_counter()
+    previous = signal.signal(signal.SIGALRM, _raise_timeout) if alarm else None
     try:
+        if alarm:
+            signal.setitimer(signal.ITIMER_REAL, float(timeout_s))
         details = fn() or {}
         if cuda:
             torch.cuda.synchronize()
         if "skipped" in details:
             record.status, record.error = "skipped", str(details.pop("skipped"))
         record.details = details
+    except StepTimeout:
+        record.status, record.error = "failed", f"StepTimeout: stopped at its {timeout_s:g} s limit"
+        log.error("gpu-check step %s stopped at its %g s limit", name, timeout_s)
     except Exception as exc:  # recorded in the report; the run's exit status says it failed
         record.status, record.error = "failed", f"{type(exc).__name__}: {exc}"
         log.error("gpu-check step %s failed:\n%s", name, traceback.format_exc())
+    finally:
+        if alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
     record.seconds = round(time.perf_counter() - start, 3)
     if cuda:
         record.peak_gpu_memory_mib = round(torch.cuda.max_memory_allocated() / 2**20, 1)
     report.steps.append(record)
+    if report.out_dir is not None:
+        report.write(report.out_dir)
     return record

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
+import importlib
 import json
 import logging
 import random
@@ -388,6 +389,15 @@ def kit_settings() -> dict[str, Any]:
     return {"backbones": folder, "backbone_weights": found.get("weights", "unknown")}
 
 
+def _importable(module: str) -> bool:
+    # imported, not find_spec'd: the dry run's stand-in for an absent package refuses at import
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
+
+
 def run_check(args: argparse.Namespace, device: dict[str, Any], versions: dict[str, str], command: str) -> Report:
     """Every selected step, in order, into one Report."""
     import torch
@@ -400,22 +410,38 @@ def run_check(args: argparse.Namespace, device: dict[str, Any], versions: dict[s
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="uniret-gpu-check-"))
     ctx = StageContext(params=params, data_root=Path(args.data).resolve(), artifacts=(work / "artifacts").resolve())
     recipe = params.section("model").recipe
+    step_timeout, budget = getattr(args, "step_timeout", 0) or 0, getattr(args, "budget", 0) or 0
     settings = {"profile": args.profile, "recipe": recipe, "dataset": args.dataset, "train_steps": args.train_steps,
                 "train_queries": args.train_queries, "train_docs": args.train_docs, "encode_docs": args.encode_docs,
-                "queries": args.queries, "steps": args.steps, **kit_settings()}
-    report = Report(device=device, versions=versions, settings=settings, command=command)
+                "queries": args.queries, "steps": args.steps, "step_timeout_s": step_timeout or None,
+                "budget_s": budget or None, **kit_settings()}
+    report = Report(device=device, versions=versions, settings=settings, command=command,
+                    out_dir=Path(args.out) if getattr(args, "out", None) else None)
     run = CheckRun(args, ctx, report, torch.device("cuda" if device["type"] == "cuda" else "cpu"))
+    if not _importable("faiss") and "training" in selected:
+        report.fallback("stage:mine", "faiss exact search (IndexFlatIP)", "numpy exact search (matrix product, top-k)",
+                        "faiss is not installed (the GPU machine has none; its wheel does not fit the kit)")
+    deadline = time.monotonic() + budget if budget else None
+
+    def step(name: str, fn) -> None:
+        left = deadline - time.monotonic() if deadline else None
+        if left is not None and left < 1:
+            run_step(report, name, lambda: {"skipped": f"the check's {budget:g} s budget is spent"})
+            return
+        limits = [t for t in (step_timeout, left) if t]
+        run_step(report, name, fn, timeout_s=min(limits) if limits else None)
+
     try:
         if "data" in selected:
-            run_step(report, "data", lambda: step_data(run))
+            step("data", lambda: step_data(run))
         if "training" in selected:
             for stage in run.recipe().plan.stages:
-                run_step(report, f"stage:{stage}", stage_runner(run, stage))
+                step(f"stage:{stage}", stage_runner(run, stage))
         table = {"resume": step_resume, "encode": step_encode, "static": step_static, "query": step_query,
                  "index": step_index}
         for name, fn in table.items():
             if name in selected:
-                run_step(report, name, lambda fn=fn: fn(run))
+                step(name, lambda fn=fn: fn(run))
     finally:
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)

@@ -60,9 +60,7 @@ def _miners(ctx: StageContext, recipe, warmup_dir: Path) -> dict[str, tuple[Any,
 
 def _rank(ctx: StageContext, channel: str, model, tokenizer, checkpoint, docs, queries, depth: int):
     """(run of the top `depth`, {qid: weakest positive score} helper inputs) of one head."""
-    from uniret.config.retrieval import DenseIndexConfig
     from uniret.retrieval.corpus_cache import cached_corpus_encoding, model_key
-    from uniret.retrieval.dense import build_faiss_index
     from uniret.retrieval.encoding import TorchTextEncoder
     from uniret.retrieval.lexical import MemoryImpactIndex
     from uniret.retrieval.sharded import encode_corpus
@@ -84,8 +82,7 @@ def _rank(ctx: StageContext, channel: str, model, tokenizer, checkpoint, docs, q
     qids = list(queries)
     q_enc = encoder.encode([queries[q] for q in qids], is_query=True)
     if channel == "dense":
-        index = build_faiss_index(doc_enc.dense, DenseIndexConfig(type="flat", use_gpu=False))  # exact
-        scores, idx = index.search(np.ascontiguousarray(q_enc.dense, dtype=np.float32), min(depth, len(docids)))
+        scores, idx = _exact_dense_search(doc_enc.dense, q_enc.dense, min(depth, len(docids)))
         run: Run = {q: {docids[j]: float(s) for j, s in zip(row_i, row_s, strict=True) if j >= 0}
                     for q, row_i, row_s in zip(qids, idx, scores, strict=True)}
         exact = lambda i, rows: q_enc.dense[i] @ doc_enc.dense[rows].T  # noqa: E731
@@ -94,6 +91,23 @@ def _rank(ctx: StageContext, channel: str, model, tokenizer, checkpoint, docs, q
         run = impacts.top_k(qids, q_enc.sparse, depth)
         exact = lambda i, rows: impacts.scores(q_enc.sparse[i]).toarray()[0][rows]  # noqa: E731
     return run, qids, exact
+
+
+def _exact_dense_search(docs: np.ndarray, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(scores, indices) of each query's k best documents by inner product: faiss Flat, or numpy where
+    faiss is not installed (the GPU check's machine), the same exact ranking."""
+    from uniret.config.retrieval import DenseIndexConfig
+
+    queries = np.ascontiguousarray(queries, dtype=np.float32)
+    try:
+        from uniret.retrieval.dense import build_faiss_index
+    except ImportError:
+        from uniret.retrieval.base import top_k_rows
+
+        idx, scores = top_k_rows(queries @ np.asarray(docs, dtype=np.float32).T, k)
+        return scores, idx
+    index = build_faiss_index(docs, DenseIndexConfig(type="flat", use_gpu=False))
+    return index.search(queries, k)
 
 
 def _shard_spec(checkpoint, encoder):
