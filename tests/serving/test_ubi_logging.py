@@ -55,15 +55,21 @@ def _lines(log_dir: Path, kind: str) -> list[dict]:
     return [ln.record for d in days for ln in iter_records(log_dir, kind, d)]
 
 
-def _wait_written(server: LocalServer, kind: str, at_least: int) -> None:
-    """The writer thread works in the background: wait until /metrics counts the records written."""
+def _logged(server: LocalServer, kind: str) -> float:
+    """Records of `kind` the server's writer has written so far (/metrics; the module's tests share it)."""
+    text = get_json(LOOPBACK, server.port, "/metrics")[1]
+    m = re.search(rf'uniret_ubi_records_logged_total{{kind="{kind}"}} (\S+)', str(text))
+    return float(m.group(1)) if m else 0.0
+
+
+def _wait_written(server: LocalServer, kind: str, at_least: int, since: float = 0.0) -> None:
+    """The writer thread works in the background: wait until /metrics counts `at_least` records written
+    after `since` (the count before this test's records: the server is shared by the module)."""
     import time
 
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        text = get_json(LOOPBACK, server.port, "/metrics")[1]
-        m = re.search(rf'uniret_ubi_records_logged_total{{kind="{kind}"}} (\S+)', str(text))
-        if m and float(m.group(1)) >= at_least:
+        if _logged(server, kind) - since >= at_least:
             return
         time.sleep(0.05)
     raise AssertionError(f"fewer than {at_least} {kind} records written in 30 s")
@@ -83,11 +89,12 @@ def _search(server, **body) -> dict:
 
 def test_search_record_lands_in_today_file_with_hits_in_order(logged):
     server, log_dir = logged
+    before = _logged(server, QUERIES)
     mine = _search(server, query_id="qid-fixed-1", client_id="alice")
     generated = _search(server)
     assert mine["query_id"] == "qid-fixed-1"
     assert re.fullmatch(r"[0-9a-f-]{36}", generated["query_id"])
-    _wait_written(server, QUERIES, 2)
+    _wait_written(server, QUERIES, 2, since=before)
     files = list((log_dir / QUERIES / _today()).glob("*.jsonl"))
     assert len(files) == 1
     by_id = {r["query_id"]: r for r in _lines(log_dir, QUERIES)}
@@ -101,6 +108,7 @@ def test_search_record_lands_in_today_file_with_hits_in_order(logged):
 
 def test_events_single_and_batch_are_written(logged):
     server, log_dir = logged
+    before = _logged(server, EVENTS)
     answer = _search(server, client_id="bob")
     hits = [h["doc_id"] for h in answer["results"]]
     status, body = post_json(LOOPBACK, server.port, "/events", _event(answer["query_id"], "bob", hits[0], 1))
@@ -108,7 +116,7 @@ def test_events_single_and_batch_are_written(logged):
     batch = [_event(answer["query_id"], "bob", d, r, "impression") for r, d in enumerate(hits[:4], 1)]
     status, body = post_json(LOOPBACK, server.port, "/events", {"events": batch})
     assert (status, body) == (200, {"accepted": 4})
-    _wait_written(server, EVENTS, 5)
+    _wait_written(server, EVENTS, 5, since=before)
     mine = [e for e in _lines(log_dir, EVENTS) if e["query_id"] == answer["query_id"]]
     assert [(e["action_name"], e["event_attributes"]["position"]["ordinal"]) for e in mine] == \
         [("click", 1)] + [("impression", r) for r in range(1, 5)]
@@ -126,6 +134,7 @@ def _raw_post(server, body: bytes) -> tuple[int, dict]:
 
 def test_hostile_input_gets_clear_4xx_and_valid_records_survive(logged):
     server, log_dir = logged
+    before = _logged(server, EVENTS)
     answer = _search(server, client_id="carol")
     qid, hits = answer["query_id"], [h["doc_id"] for h in answer["results"]]
     future = utc_timestamp(datetime.now(UTC) + timedelta(hours=2))
@@ -148,7 +157,7 @@ def test_hostile_input_gets_clear_4xx_and_valid_records_survive(logged):
         ok = _event(qid, "carol", hits[i % len(hits)], i % len(hits) + 1, session_id=f"s{i}")
         assert post_json(LOOPBACK, server.port, "/events", ok)[0] == 200  # interleaved valid events
         valid.append(f"s{i}")
-    _wait_written(server, EVENTS, len(valid))
+    _wait_written(server, EVENTS, len(valid), since=before)
     written = [e["session_id"] for e in _lines(log_dir, EVENTS) if e.get("session_id", "").startswith("s")
                and e["client_id"] == "carol"]
     assert written == valid  # every valid event, in order; none of the hostile ones
