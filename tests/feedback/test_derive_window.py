@@ -28,7 +28,7 @@ def test_swaps_are_harvested_and_a_rank_no_swap_links_gets_no_ips_weight():
     train = Sessions([_imp("q", "abc", {1}, "r1"), _imp("q", "bac", {1}, "r2")] * 20 +
                      [_imp("q", "abc", {2}, "r1"), _imp("q", "bac", set(), "r2")] * 10 + [_imp("q", "abc", {3})])
     got = derive(train, Sessions([_imp("q", "abc", {1})]), depth=3, em_iterations=50, clip=10.0,
-                 coec_min_impressions=1)
+                 coec_min_impressions=1, within_rankers=False)
     assert got.estimators == ["harvest", "harvest", None]
     assert "ranks [3]" in got.propensity_note and got.table()[2]["em_relative"] is not None
     ips = {p.position: p.weight for p in got.ips.pairs}
@@ -37,6 +37,19 @@ def test_swaps_are_harvested_and_a_rank_no_swap_links_gets_no_ips_weight():
     assert {p.weight for p in got.naive.pairs} == {1.0} and len(got.naive.pairs) == len(got.ips.pairs) + 1
     assert {p.client_id for p in got.ips.pairs} == {"c"}
     assert got.heldout_coec is not None and got.heldout_coec.ratings  # the held-out day is judged
+
+
+def test_within_rankers_only_a_swap_inside_one_ranker_identifies_a_rank():
+    # the default: a move between rankers (r1 -> r2) is not an intervention (r2 may have learned from r1's
+    # clicks, E68); a RandPair swap inside r1 ("bac" shown by r1) is
+    moved = Sessions([_imp("q", "abc", {1}, "r1"), _imp("q", "bac", {1}, "r2")] * 20)
+    got = derive(moved, Sessions([]), depth=3, em_iterations=50, clip=10.0, coec_min_impressions=1)
+    assert got.estimators == ["harvest", None, None] and not [p for p in got.ips.pairs if p.position > 1]
+    swapped = Sessions([_imp("q", "abc", {1}, "r1")] * 20 + [_imp("q", "bac", {1}, "r1")] * 20
+                       + [_imp("q", "abc", {2}, "r1")] * 10)
+    got = derive(swapped, Sessions([]), depth=3, em_iterations=50, clip=10.0, coec_min_impressions=1)
+    assert got.estimators == ["harvest", "harvest", None]
+    assert got.propensities.method.endswith("-within-rankers")
 
 
 def test_no_training_clicks_means_no_pairs_and_says_why():

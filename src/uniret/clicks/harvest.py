@@ -94,13 +94,32 @@ def all_pairs(h: Harvest, ranks: np.ndarray, max_iterations: int = 1000) -> tupl
     return _sigmoid(result.x[:depth]), result
 
 
+def _within_rankers(sessions: Sessions, depth: int, weighting: Weighting) -> tuple[np.ndarray, Harvest]:
+    """Support and harvest of each ranker's own logs, summed: only the interventions inside one ranker
+    (RandPair's swaps, drawn independently of the clicks) count, never a move between rankers."""
+    support = np.zeros((depth, depth), dtype=np.int64)
+    clicks, weight = np.zeros((depth, depth)), np.zeros((depth, depth))
+    for ranker in sessions.rankers():
+        counts = sessions.only([ranker]).counts(depth)
+        support += overlap_support(counts)
+        h = harvest(counts, weighting)
+        clicks, weight = clicks + h.clicks, weight + h.weight
+    return support, Harvest(clicks, weight)
+
+
 def harvest_propensities(sessions: Sessions | PairCounts, depth: int, weighting: Weighting = "harmonic",
-                         max_iterations: int = 1000) -> Propensities:
+                         max_iterations: int = 1000, within_rankers: bool = False) -> Propensities:
     """Relative propensities at ranks 1..depth by intervention harvesting (AllPairs).
 
+    `within_rankers` (needs Sessions): harvest only the interventions inside each ranker's logs. A ranker
+    trained on the clicks of the one before it moves documents *because* of their clicks, so comparing a
+    document's CTR across the two rankers is biased (the winner's curse: what moved up had lucky clicks
+    below); RandPair's swaps are drawn independently of the clicks (E68).
     Ranks no chain of swap interventions links to rank 1 are NaN and marked not identified.
     Raises ClickDataError when the logs hold no impression or no click within depth.
     """
+    if within_rankers and isinstance(sessions, PairCounts):
+        raise ValueError("within_rankers needs the sessions (their ranker labels), not aggregated counts")
     counts = sessions if isinstance(sessions, PairCounts) else sessions.counts(depth)
     if counts.depth != depth:
         raise ValueError(f"counts are over depth {counts.depth}, asked for {depth}")
@@ -108,9 +127,11 @@ def harvest_propensities(sessions: Sessions | PairCounts, depth: int, weighting:
         raise ClickDataError("no impression within the depth: no propensity can be estimated", field="impressions")
     if counts.clicks == 0:
         raise ClickDataError(f"no click in {counts.impressions} impressions: nothing to harvest", field="clicks")
-    support = overlap_support(counts)
+    if within_rankers:
+        support, h = _within_rankers(sessions, depth, weighting)
+    else:
+        support, h = overlap_support(counts), harvest(counts, weighting)
     identified = connected_to_first(support)
-    h = harvest(counts, weighting)
     notes = []
     relative = np.full(depth, np.nan)
     relative[0] = 1.0
@@ -128,7 +149,7 @@ def harvest_propensities(sessions: Sessions | PairCounts, depth: int, weighting:
         notes.append(f"ranks {lost}: no chain of (query, doc) pairs shown at two ranks and clicked links them to "
                      "rank 1 (one ordering per query identifies nothing; successive rankers or RandPair swaps do)")
     convergence = Convergence(
-        method=f"intervention-harvesting-allpairs-{weighting}", iterations=iterations, converged=converged,
+        method=f"intervention-harvesting-allpairs-{weighting}" + ("-within-rankers" if within_rankers else ""), iterations=iterations, converged=converged,
         last_change=change, log_likelihood=loglik, identified=tuple(bool(x) for x in identified),
         support=tuple(tuple(int(v) for v in r) for r in support), notes=tuple(notes))
     return Propensities(tuple(float(v) for v in relative), tuple(bool(x) for x in identified),

@@ -25,6 +25,9 @@ class FeedbackConfig:
     # --- the feedback stage (uniret.stages.feedback) ---
     window_days: int = 7  # training spans: the closed days t-N .. t-1 before the held-out day t
     reject_share_max: float = 0.5  # the stage fails when a span has a larger share of rejected records
+    # harvest propensities from the swaps inside each ranker's logs only, not from moves between rankers:
+    # successive bundles trained on the clicks move documents because of them, which biases the latter (E68)
+    harvest_within_rankers: bool = True
     clip: float = 10.0  # largest IPS weight (1 / relative propensity), bounding the variance of rare positions
     depth: int = 10  # positions whose examination propensity is estimated; clicks deeper are not used
     em_iterations: int = 200  # most EM iterations of the position-based click model

@@ -8,7 +8,7 @@ reasons, and the stage fails only when a span's reject share passes feedback.rej
   spans.json             the window, each span's counts, reasons and content hash
   rejects.jsonl          every rejected record: span, file, line, reasons, the record (cut short)
   propensities.json      examination propensity per position on the training days (intervention harvesting
-                         across rankers and RandPair swaps; the position-based model by EM where no swap links a rank)
+                         of the RandPair swaps inside each ranker's logs, E68; EM's estimate beside it)
   pairs/ips.jsonl        one positive per click of the training days (query, doc, position), IPS-weighted (clipped)
   pairs/naive.jsonl      the same positives with weight 1 (clicks as labels)
   train_queries.jsonl    the training days' distinct logged query texts, with their counts
@@ -157,7 +157,8 @@ def derive_window(ctx: StageContext, window: Window) -> dict[str, Any]:
                             [e for d in window.train for e in spans[d].events], f"training spans {list(window.train)}")
     heldout = (derive.sessions(spans[window.heldout].queries, spans[window.heldout].events,
                                f"held-out span {window.heldout}") if window.heldout else derive.Sessions([]))
-    got = derive.derive(train, heldout, cfg.depth, cfg.em_iterations, cfg.clip, cfg.coec_min_impressions)
+    got = derive.derive(train, heldout, cfg.depth, cfg.em_iterations, cfg.clip, cfg.coec_min_impressions,
+                        cfg.harvest_within_rankers)
     coec = got.heldout_coec.ratings if got.heldout_coec else {}
     table = got.table()
 

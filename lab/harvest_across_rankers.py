@@ -1,0 +1,56 @@
+"""Intervention harvesting on a loop arm's logs: across rankers (successive bundles) against within each
+ranker (RandPair's swaps only), beside the simulator's propensities (E68).
+
+A bundle trained on the previous day's clicks moves documents because of those clicks, so a document's
+CTR compared across two bundles carries the winner's curse; a RandPair swap is drawn independently of
+the clicks. Reads the UBI spans of the given days (the feedback stage's training window).
+
+Usage: python lab/harvest_across_rankers.py LOG_DIR DAY [DAY ...] [--out lab/results/harvest_across_rankers.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from uniret.clicks.harvest import harvest_propensities
+from uniret.clicks.protocol import ClickProtocol
+from uniret.clicks.sessions import sessions_from_ubi
+from uniret.ubi import EVENTS, QUERIES
+from uniret.utils.files import atomic_write_json
+
+
+def _records(log_dir: Path, kind: str, days: list[str]):
+    for day in days:
+        for f in sorted((log_dir / kind / day).glob("*.jsonl")):
+            yield from (json.loads(line) for line in f.read_text(encoding="utf-8").splitlines() if line.strip())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("log_dir", type=Path)
+    parser.add_argument("days", nargs="+")
+    parser.add_argument("--depth", type=int, default=10)
+    parser.add_argument("--out", type=Path, default=Path("lab/results/harvest_across_rankers.json"))
+    args = parser.parse_args(argv)
+    sessions = sessions_from_ubi(list(_records(args.log_dir, QUERIES, args.days)),
+                                 list(_records(args.log_dir, EVENTS, args.days))).sessions
+    truth = ClickProtocol().relative_examination(args.depth)
+    result = {"days": args.days, "impressions": len(sessions), "rankers": sessions.rankers(),
+              "simulator": [round(float(t), 4) for t in truth]}
+    for name, within in (("across_rankers", False), ("within_rankers", True)):
+        est = np.array(harvest_propensities(sessions, args.depth, within_rankers=within).relative)
+        err = np.abs(est - truth)
+        result[name] = {"relative": [None if np.isnan(v) else round(float(v), 4) for v in est],
+                        "max_abs_error": round(float(np.nanmax(err)), 4)}
+        print(f"{name:>15}: {np.round(est, 3)}  largest error {np.nanmax(err):.3f}")
+    print(f"{'simulator':>15}: {np.round(truth, 3)}")
+    atomic_write_json(args.out, result)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
