@@ -22,14 +22,19 @@ class HeldLock:
 
 
 def pid_alive(pid: int) -> bool:
-    """True when process `pid` exists (also someone else's)."""
+    """True when process `pid` exists (also someone else's) and is not a zombie: a killed process whose
+    parent has not reaped it yet still answers kill(0), but it holds and writes nothing."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:  # Linux: the state letter follows the parenthesised command name
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state != "Z"
 
 
 class LockHeld(RuntimeError):
