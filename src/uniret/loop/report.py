@@ -7,7 +7,6 @@ loop.json, loop.md and loop.png to the output folder (results/loop/).
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -29,40 +28,42 @@ def _interval(work_a: Path, night_a: int, work_b: Path, night_b: int, name: str)
     return {"diff": round(cmp.diff, 4), "low": round(cmp.ci_low, 4), "high": round(cmp.ci_high, 4), "queries": len(a)}
 
 
-def _ndcg10(grades: list[int], ideal: list[int]) -> float:
-    def dcg(gs: list[int]) -> float:
-        return sum((2 ** g - 1) / math.log2(i + 2) for i, g in enumerate(gs[:10]))
-
-    best = dcg(sorted(ideal, reverse=True))
-    return dcg(grades) / best if best > 0 else 0.0
-
-
 def randpair_cost(work: Path, qrels: dict[str, dict[str, int]], texts: dict[str, str]) -> dict[str, Any] | None:
     """What RandPair's swaps cost the users: nDCG@10 of every logged answer as shown minus as ranked (the
-    swap undone), on the traffic's own qrels (the simulator's grades), over all answers of the arm's days."""
+    swap undone), on the traffic's own qrels (the simulator's grades), over the arm's logged answers with a
+    relevant document; nDCG as the evaluate stage's graded form computes it (uniret.evaluation.graded)."""
+    from uniret.evaluation.graded import graded_ndcg
+    from uniret.ubi import iter_records, list_days
+
     by_text = {}
     for qid, text in texts.items():
         if qid in qrels:
             by_text.setdefault(text, qid)
-    diffs, swapped = [], 0
-    for f in sorted((work / "logs" / QUERIES).rglob("*.jsonl")):
-        for line in f.read_text(encoding="utf-8").splitlines():
-            rec = json.loads(line)
-            qid = by_text.get(rec["user_query"])
+    judged: dict[str, dict[str, int]] = {}
+    shown_run: dict[str, dict[str, float]] = {}
+    ranked_run: dict[str, dict[str, float]] = {}
+    swapped = 0
+    for day in list_days(work / "logs"):
+        for line in iter_records(work / "logs", QUERIES, day):
+            rec = line.record or {}
+            qid = by_text.get(rec.get("user_query"))
             if qid is None:
                 continue
+            key = str(len(judged))  # one "query" per logged answer
             shown = rec["query_response_hit_ids"]
             ranked = list(shown)
             if pair := rec.get("query_attributes", {}).get("randpair"):
                 i, j = pair[0] - 1, pair[1] - 1
                 ranked[i], ranked[j] = ranked[j], ranked[i]
                 swapped += 1
-            ideal = [g for g in qrels[qid].values() if g > 0]
-            diffs.append(_ndcg10([qrels[qid].get(d, 0) for d in shown], ideal)
-                         - _ndcg10([qrels[qid].get(d, 0) for d in ranked], ideal))
-    if not diffs:
+            judged[key] = qrels[qid]
+            shown_run[key] = {d: float(len(shown) - r) for r, d in enumerate(shown)}
+            ranked_run[key] = {d: float(len(ranked) - r) for r, d in enumerate(ranked)}
+    a, b = graded_ndcg(judged, shown_run, 10), graded_ndcg(judged, ranked_run, 10)
+    if not a:
         return None
-    return {"answers": len(diffs), "swapped": swapped, "ndcg10_shown_minus_ranked": round(sum(diffs) / len(diffs), 5),
+    diff = sum(a[k] - b[k] for k in a) / len(a)
+    return {"answers": len(judged), "swapped": swapped, "ndcg10_shown_minus_ranked": round(diff, 5),
             "on": "the logged answers, graded with the traffic's train qrels"}
 
 
@@ -92,6 +93,12 @@ def build(arms: dict[str, Path], eta: float = 1.0, domain: Path | None = None, g
     """{arm: nights, gains with intervals}, the skyline's gain and each arm's share of it."""
     out: dict[str, Any] = {"metric": f"{METRIC} of hybrid_fast on the traffic domain's test split", "arms": {}}
     loaded = {arm: json.loads((work / "loop.json").read_text()) for arm, work in arms.items()}
+    traffic = None  # the domain's train qrels and query texts, read once for every arm's RandPair cost
+    if domain is not None:
+        from uniret.data.beir import BeirDataset, read_qrels
+
+        data = BeirDataset(domain)
+        traffic = (read_qrels(data.qrels_path("train")), data.queries())
     for arm, doc in loaded.items():
         nights = doc["nights"]
         last = max(n["night"] for n in nights)
@@ -113,11 +120,8 @@ def build(arms: dict[str, Path], eta: float = 1.0, domain: Path | None = None, g
             truth = ClickProtocol(eta=eta).relative_examination(len(table))
             entry["propensities"] = {"night": night, "table": table, "simulator_relative": [round(float(t), 4) for t in truth],
                                      "max_abs_error": _max_error(table, truth)}
-        if domain is not None and doc["settings"].get("clicks") != "none":
-            from uniret.data.beir import BeirDataset, read_qrels
-
-            data = BeirDataset(domain)
-            entry["randpair_cost"] = randpair_cost(arms[arm], read_qrels(data.qrels_path("train")), data.queries())
+        if traffic is not None and doc["settings"].get("clicks") != "none":
+            entry["randpair_cost"] = randpair_cost(arms[arm], *traffic)
         out["arms"][arm] = entry
     sky = out["arms"].get("skyline", {}).get("gain_last_vs_night0")
     for arm, entry in out["arms"].items():
