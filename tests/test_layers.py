@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
         "feedback",  # the feedback stage's logic: UBI span window, GX ingestion, pairs and judgments
         "simulation",  # simulated users on the real server (uniret simulate)
         "ubi",  # serving logs in the UBI shape: records, day spans, the background writer, retention, forget
+        "interleaving",  # team-draft interleaving, click credit and the canary's rule
         "clicks",  # click models: ULTRA's protocol, sessions from UBI, PBM EM, intervention harvesting, COEC, IPS
     })),
     ("stages", frozenset({"stages"})),  # one module per DAG stage

@@ -19,6 +19,7 @@ COMMAND_MODULES = [
     "uniret.commands.data_cmd",
     "uniret.commands.params_cmd",
     "uniret.commands.registry_cmd",
+    "uniret.commands.canary_cmd",
     "uniret.commands.nightly_cmd",
     "uniret.commands.pipeline_cmd",
     "uniret.commands.serve_cmd",

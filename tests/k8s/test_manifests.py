@@ -1,4 +1,4 @@
-"""k8s/ and its opt-in CronJob overlay: every manifest validates against the Kubernetes JSON schemas
+"""k8s/ and its opt-in CronJob overlays (the nightly, the canary's decision): every manifest validates against the Kubernetes JSON schemas
 (strict, offline) and agrees with params.yaml; each kustomization lists exactly its manifests; the
 base renders no scheduler; serving replicas follow production; the CronJob's paths are on the volume."""
 
@@ -17,7 +17,8 @@ from uniret.kubeflow.images import kustomize_images, split_image, write_kustomiz
 
 K8S = Path(__file__).resolve().parents[2] / "k8s"
 CRONJOB_OVERLAY = K8S / "overlays" / "cronjob"  # opt-in: one scheduler at a time (issue 55)
-KUSTOMIZATIONS = (K8S, CRONJOB_OVERLAY)
+CANARY_OVERLAY = K8S / "overlays" / "canary"  # opt-in with canary.enabled: the hourly decision (issue 59)
+KUSTOMIZATIONS = (K8S, CRONJOB_OVERLAY, CANARY_OVERLAY)
 MANIFESTS = sorted(p.name for p in K8S.glob("*.yaml") if p.name != "kustomization.yaml")
 ALL_MANIFESTS = sorted(p.relative_to(K8S).as_posix() for folder in KUSTOMIZATIONS for p in folder.glob("*.yaml")
                        if p.name != "kustomization.yaml")
@@ -179,3 +180,19 @@ def test_the_cronjob_reads_its_data_and_takes_its_lock_on_the_volume(repo_root, 
     lock = resolve_path(params, params.section("nightly").lock_file).relative_to(repo_root)
     assert not lock.is_absolute() and ".." not in lock.parts  # on the volume, beside params.yaml
     assert env["UNIRET_DATA"] in (repo_root / "docs" / "deployment.md").read_text()  # the documented folder
+
+
+def test_the_canary_overlay_decides_on_the_volume_with_the_cpu_image(repo_root, cfg):
+    """The canary overlay renders one CronJob: `uniret canary decide` on the workdir's params, the
+    serving (CPU) image from params.yaml, the admin token for the reload it sends; no GPU."""
+    (job,) = _kustomize(CANARY_OVERLAY)
+    assert (job["kind"], job["metadata"]["name"], job["metadata"]["namespace"]) == (
+        "CronJob", "uniret-canary-decide", "uniret")
+    (container,) = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == cfg.serving_image
+    assert container["args"][:2] == ["canary", "decide"]
+    params_path = Path(container["args"][container["args"].index("--params") + 1])
+    assert params_path.parent == Path(cfg.mount_path) == Path(container["workingDir"])
+    assert "admin-token" in {e["valueFrom"]["secretKeyRef"]["key"] for e in container["env"] if "valueFrom" in e}
+    assert "nvidia.com/gpu" not in container["resources"]["limits"]
+    kv.validate(job, kv.latest_version(), strict=True)

@@ -234,3 +234,33 @@ def test_promotion_publishes_the_served_systems_per_query_scores(ctx, tmp_path):
         "evaluation/per_query/uni/scifact.json"]
     assert "evaluation/per_query/uni/scifact.json" in (bundle / "SHA256SUMS").read_text()
     assert verify_registry(tmp_path / "registry").ok
+
+
+def test_canary_mode_starts_a_canary_instead_of_promoting(ctx, tmp_path):
+    """canary.enabled: the cold start is promoted (nothing to compare with); the next passed candidate
+    starts a canary and production stays; one more waits while that canary has no evidence yet."""
+    raw = yaml.safe_load((tmp_path / "params.yaml").read_text())
+    raw["canary"] = {**raw["canary"], "enabled": True}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    no_log = make_context(tmp_path / "params.yaml", "cpu", str(ctx.data_root), ctx.artifacts)
+    write_upstream(ctx.artifacts, metrics_json(0.70, 0.33), payload="first")
+    gate_stage.run(no_log)
+    first = promote_stage.run(no_log)
+    assert first["promoted"] and read_pointer(tmp_path / "registry")["version"] == first["version"]
+    write_upstream(ctx.artifacts, metrics_json(0.71, 0.34), payload="second")
+    gate_stage.run(no_log)
+    with pytest.raises(ValueError, match="feedback.log_dir is null"):
+        promote_stage.run(no_log)
+    raw["feedback"] = {**raw["feedback"], "log_dir": "logs"}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    canary_ctx = make_context(tmp_path / "params.yaml", "cpu", str(ctx.data_root), ctx.artifacts)
+    second = promote_stage.run(canary_ctx)
+    assert second["canary"] and second["status"].startswith("canary started") and second["promoted"] is False
+    state = json.loads((tmp_path / "registry" / "canary.json").read_text())
+    assert state["status"] == "running" and state["candidate"] == second["version"]
+    assert state["production"] == first["version"] == read_pointer(tmp_path / "registry")["version"]
+    write_upstream(ctx.artifacts, metrics_json(0.72, 0.35), payload="third")
+    gate_stage.run(canary_ctx)
+    third = promote_stage.run(canary_ctx)
+    assert third["status"].startswith(f"skipped: canary of {second['version']} still running (0 of ")
+    assert json.loads((tmp_path / "registry" / "canary.json").read_text())["candidate"] == second["version"]

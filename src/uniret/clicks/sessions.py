@@ -33,7 +33,7 @@ from uniret.core.errors import DataError, DataProblem
 IMPRESSION = "impression"
 CLICK = "click"
 UNKNOWN_RANKER = "unknown"
-RANKER_ATTRIBUTES = ("bundle_version", "mode")  # query_attributes naming the list's producer
+RANKER_ATTRIBUTES = ("bundle_version", "mode", "interleaved_with")  # query_attributes naming the list's producer (a canary's lists: their own)
 
 
 class ClickDataError(DataError):

@@ -40,6 +40,7 @@ SECTIONS: dict[str, str] = {
     "validate": "uniret.config.sections:ValidateConfig",
     "feedback": "uniret.config.feedback:FeedbackConfig",
     "simulate": "uniret.config.simulation:SimulateConfig",
+    "canary": "uniret.config.canary:CanaryConfig",
     "bm25": "uniret.config.sections:Bm25Config",
     "evaluate": "uniret.config.sections:EvaluateConfig",
     "retrieval": "uniret.config.retrieval:RetrievalConfig",

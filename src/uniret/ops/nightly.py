@@ -145,7 +145,8 @@ def _steps(ctx: StageContext, cfg: NightlyConfig, supervisor: Supervisor) -> Nig
     elif passed:
         result = run_stage("promote", ctx)
         out.steps.append(f"promote: {result.get('status')} {result.get('version', '')}".rstrip())
-        out.code, out.summary = EXIT_PROMOTED, "promoted"
+        # canary.enabled: the candidate went to a canary (or waits for the running one), not to production
+        out.code, out.summary = EXIT_PROMOTED, result["status"] if result.get("canary") else "promoted"
     else:
         out.code, out.summary = EXIT_BLOCKED, f"blocked: {gate_says}"
     if out.code in (EXIT_BLOCKED, EXIT_PAUSED):

@@ -1,4 +1,5 @@
-"""Tell a running server to reload the production bundle (POST /admin/reload with a bearer token)."""
+"""Tell a running server that the registry changed, with a bearer token: POST /admin/reload (the
+production bundle) or POST /admin/canary (the canary's candidate, uniret.registry.canary)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 log = logging.getLogger("uniret.registry")
 
 RELOAD_PATH = "/admin/reload"
+CANARY_PATH = "/admin/canary"
 BODY_PREVIEW = 300  # characters of a server's reply kept in the result
 
 
@@ -29,12 +31,22 @@ class NotifyResult:
 
 def notify_reload(serve_url: str | None, token: str | None, version: str, timeout_s: float) -> NotifyResult:
     """POST {serve_url}/admin/reload; skipped when no URL or token is configured."""
+    return _post(serve_url, token, RELOAD_PATH, {"version": version}, timeout_s, version)
+
+
+def notify_canary(serve_url: str | None, token: str | None, timeout_s: float) -> NotifyResult:
+    """POST {serve_url}/admin/canary: the server re-reads canary.json (loads or drops the candidate)."""
+    return _post(serve_url, token, CANARY_PATH, {}, timeout_s, "the canary's candidate")
+
+
+def _post(serve_url: str | None, token: str | None, path: str, payload: dict[str, Any], timeout_s: float,
+          version: str) -> NotifyResult:
     if not serve_url:
         return NotifyResult("skipped", "no registry.serve_url configured: no server to reload")
     if not token:
         return NotifyResult("skipped", "no admin token in the environment: cannot authenticate the reload")
-    url = serve_url.rstrip("/") + RELOAD_PATH
-    body = json.dumps({"version": version}).encode()
+    url = serve_url.rstrip("/") + path
+    body = json.dumps(payload).encode()
     req = urllib.request.Request(
         url,
         data=body,

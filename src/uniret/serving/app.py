@@ -20,6 +20,9 @@ Endpoints (JSON unless said otherwise):
                         version expected}; none: production.json's bundle. 200 with the new bundle;
                         401/403 token, 409 path or version refused, 422 the bundle failed to load or
                         its probe (the old one keeps serving).
+    POST /admin/canary  same token; re-reads <registry>/canary.json: loads the running canary's candidate
+                        beside production (its share of searches is then answered with the team-draft
+                        interleaving of both, header X-Uniret-Canary: interleaved), or drops an ended one.
 
 For example:
 
@@ -50,6 +53,7 @@ from pydantic import ValidationError
 
 from uniret.core.runs import ranked
 from uniret.retrieval.base import Searcher
+from uniret.serving.canary import CanaryServing
 from uniret.serving.limits import BodySizeLimit
 from uniret.serving.metrics import ServingMetrics
 from uniret.serving.schemas import (
@@ -154,7 +158,10 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
     else:
         default_loader = bundle_loader(cfg.onnx_threads, settings.retrieval, cfg.batch_max, cfg.batch_wait_ms,
                                        cfg.request_timeout_s, cfg.batch_workers, cfg.modes, cfg.default_mode)
-    state = ServingState(source.verified_loader(loader or default_loader), cfg.probe_query, cfg.default_mode)
+    verified_loader = source.verified_loader(loader or default_loader)
+    state = ServingState(verified_loader, cfg.probe_query, cfg.default_mode)
+    # a running canary's candidate, loaded beside production (docs/gate-registry.md#canary)
+    canary = CanaryServing(source.registry_root, verified_loader, cfg.probe_query, cfg.default_mode, metrics)
     metrics.track(lambda: state.current, source.registry_root)  # the alerts' gauges (docs/monitoring.md)
     search_pools = SearchPools(cfg.search_threads(), cfg.gil_searches)
     admin_pool = ThreadPoolExecutor(1, thread_name_prefix="uniret-admin")
@@ -168,6 +175,7 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
             raise
         metrics.reloads.labels(result="ok").inc()
         metrics.set_bundle(new.version, source.display(new.path))
+        canary.sync()  # a promotion may have ended the canary (its candidate is production now): drop it
         return new, old
 
     def initial_load() -> None:
@@ -180,7 +188,7 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
     watcher = None
     if cfg.watch_interval_s > 0 and source.registry_root is not None:
         watcher = PointerWatcher(source, lambda: state.current.version if state.current else None,
-                                 reload, cfg.watch_interval_s)
+                                 reload, cfg.watch_interval_s, on_tick=canary.sync)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -194,6 +202,7 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
         search_pools.shutdown()
         admin_pool.shutdown(wait=True)
         state.close()
+        canary.close()
         ubi.close()  # writes what is queued
         if engine is not None:
             engine.close()
@@ -226,9 +235,44 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
     async def prometheus() -> Response:
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
+    async def run_search(live: LiveBundle, mode: str, query: str, k: int) -> list[tuple[str, float]]:
+        """One mode's top k on the search pool, with the request timeout; HTTPException 504/500 on failure."""
+        searcher = live.searchers[mode]
+        work = asyncio.get_running_loop().run_in_executor(search_pools.for_searcher(searcher), run_query, searcher,
+                                                          query, k)
+        try:
+            return await asyncio.wait_for(work, cfg.request_timeout_s)
+        except TimeoutError as exc:
+            raise HTTPException(504, f"search took longer than {cfg.request_timeout_s:g} s") from exc
+        except Exception as exc:
+            log.exception("search failed (mode %s, bundle %s)", mode, live.version)
+            raise HTTPException(500, f"search failed in mode {mode!r}: {type(exc).__name__}") from exc
+
+    async def interleaved(live: LiveBundle, mode: str, explicit: bool, req, plan: dict) -> tuple[list, dict | None]:
+        """Production's and the candidate's lists merged by team draft, with the record's canary attributes;
+        production's list and None when the candidate cannot answer (dropped meanwhile, lacks the mode asked,
+        failed): a canary costs evidence, never an answer."""
+        with canary.lease() as cand:
+            cand_mode = mode if explicit else (cand.default_mode if cand is not None else mode)
+            if cand is None or cand_mode not in cand.searchers:
+                return await run_search(live, mode, req.query, req.k), None
+            prod_hits, cand_hits = await asyncio.gather(run_search(live, mode, req.query, req.k),
+                                                        run_search(cand, cand_mode, req.query, req.k),
+                                                        return_exceptions=True)
+            if isinstance(prod_hits, BaseException):
+                raise prod_hits
+            if isinstance(cand_hits, BaseException):
+                log.warning("canary: candidate %s failed a search, production answered alone: %s", cand.version,
+                            getattr(cand_hits, "detail", cand_hits))
+                return prod_hits, None
+            hits, mixed = canary.interleave(prod_hits, cand_hits, req.k)
+            return hits, {"interleaved_with": cand.version,
+                          "canary": {"id": plan["id"], "candidate_mode": cand_mode, "teams": mixed.team_string}}
+
     @app.post("/search", response_model=SearchResponse)
-    async def search(req: SearchRequest) -> SearchResponse:
-        """Top-k documents for one query in one mode of the live bundle."""
+    async def search(req: SearchRequest, response: Response) -> SearchResponse:
+        """Top-k documents for one query in one mode of the live bundle (interleaved with a canary's candidate
+        for the canary's share of searches)."""
         start = time.perf_counter()
         label, status = INVALID_MODE, 500
         metrics.inflight.inc()
@@ -239,23 +283,27 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
                     status = 400
                     raise HTTPException(400, f"unknown mode {mode!r}; this bundle offers: {', '.join(live.modes)}")
                 label = mode
-                loop = asyncio.get_running_loop()
-                searcher = live.searchers[mode]
-                work = loop.run_in_executor(search_pools.for_searcher(searcher), run_query, searcher, req.query, req.k)
+                attributes = {"bundle_version": live.version, "mode": mode, "k": req.k}
+                plan = canary.draw(live.version)
                 try:
-                    hits = await asyncio.wait_for(work, cfg.request_timeout_s)
-                except TimeoutError as exc:
-                    status = 504
-                    raise HTTPException(504, f"search took longer than {cfg.request_timeout_s:g} s") from exc
-                except Exception as exc:
-                    log.exception("search failed (mode %s, bundle %s)", mode, live.version)
-                    raise HTTPException(500, f"search failed in mode {mode!r}: {type(exc).__name__}") from exc
+                    extra = None
+                    if plan is not None:
+                        hits, extra = await interleaved(live, mode, req.mode is not None, req, plan)
+                    else:
+                        hits = await run_search(live, mode, req.query, req.k)
+                    if extra is None:
+                        hits, swapped = ubi.shown_order(hits)
+                        if swapped:
+                            attributes["randpair"] = list(swapped)
+                    else:  # no RandPair swap here: it would move documents away from their team's pick
+                        attributes.update(extra)
+                        metrics.canary_answers.inc()
+                        response.headers["X-Uniret-Canary"] = "interleaved"
+                except HTTPException as exc:
+                    status = exc.status_code
+                    raise
                 status = 200
                 query_id = req.query_id or str(uuid.uuid4())
-                hits, swapped = ubi.shown_order(hits)
-                attributes = {"bundle_version": live.version, "mode": mode, "k": req.k}
-                if swapped:
-                    attributes["randpair"] = list(swapped)
                 ubi.log_query(query_id, req.client_id or "anonymous", req.query, [d for d, _ in hits], attributes)
                 took_ms = (time.perf_counter() - start) * 1000.0
                 return SearchResponse(query=req.query, query_id=query_id, mode=mode, k=req.k, version=live.version,
@@ -306,5 +354,11 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
             raise HTTPException(422, source.relative_text(f"reload failed, still serving {serving}: {exc}")) from exc
         return ReloadResponse(status="reloaded", previous=old.version if old else None, bundle=bundle_info(new, source.display),
                               took_ms=round((time.perf_counter() - start) * 1000.0, 1))
+
+    @app.post("/admin/canary", dependencies=[Depends(require_admin)])
+    async def admin_canary() -> dict:
+        """Re-read the registry's canary.json: load the running canary's candidate, or drop an ended one."""
+        did = await asyncio.get_running_loop().run_in_executor(admin_pool, canary.sync)
+        return {"status": source.relative_text(did)}
 
     return app

@@ -45,6 +45,20 @@ class ServingMetrics:
         self.events_rejected = Counter("uniret_events_rejected", "Events refused by POST /events by reason",
                                        ["reason"], registry=self.registry)
 
+        # --- the canary (uniret.serving.canary; docs/gate-registry.md#canary) ---
+        self.canary_info = Gauge("uniret_canary_info", "The last canary of the registry (value 1): candidate, the "
+                                 "production it is compared with, status (running, promoted, rolled_back, abandoned)",
+                                 ["candidate", "production", "status"], registry=self.registry)
+        self.canary_answers = Counter("uniret_canary_interleaved_answers", "Searches answered with the canary's "
+                                      "interleaved list", registry=self.registry)
+
+    def set_canary(self, state: dict[str, Any] | None) -> None:
+        """Point the canary gauge at the registry's last canary (none: no series)."""
+        self.canary_info.clear()
+        if state is not None:
+            self.canary_info.labels(candidate=state["candidate"], production=state["production"],
+                                    status=state["status"]).set(1)
+
     def observe(self, mode: str, status: int, seconds: float) -> None:
         """Count one search request and its latency."""
         self.requests.labels(mode=mode, status=str(status)).inc()

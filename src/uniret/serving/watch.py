@@ -31,11 +31,13 @@ class PointerWatcher:
     """A daemon thread calling `reload(path, version)` when the pointer's version changes."""
 
     def __init__(self, source: BundleSource, live_version: Callable[[], str | None],
-                 reload: Callable, interval_s: float, rng: random.Random | None = None):
+                 reload: Callable, interval_s: float, rng: random.Random | None = None,
+                 on_tick: Callable[[], object] | None = None):
         self.source = source
         self.live_version = live_version
         self.reload = reload
         self.interval_s = interval_s
+        self.on_tick = on_tick  # also run at every poll (the canary's sync: canary.json may have changed)
         self._rng = rng or random.Random()  # seeded from the OS: each process draws its own phase
         self._stop = threading.Event()
         self._failed: str | None = None  # a version that failed to load is not retried every tick
@@ -90,4 +92,9 @@ class PointerWatcher:
         wait = self.next_wait(first=True)
         while not self._stop.wait(wait):
             self.check_once()
+            if self.on_tick is not None:
+                try:
+                    self.on_tick()
+                except Exception:  # noqa: BLE001 - the watch must outlive any one failure
+                    log.exception("pointer watch: the per-poll hook failed")
             wait = self.next_wait()
