@@ -187,3 +187,23 @@ def test_paused_registry_runs_everything_but_promotes_nothing_and_exits_4(projec
     assert run_nightly(ctx, cfg).code == EXIT_PROMOTED and read_pointer(root) is not None
     off = run_nightly(ctx, dataclasses.replace(cfg, promote=False))  # params nightly.promote: false
     assert off.code == EXIT_PAUSED and "nightly.promote is false" in off.summary
+
+
+def test_canary_mode_starts_a_canary_and_says_so(project, tmp_path):
+    """canary.enabled: the first night promotes (nothing to compare with), the second starts a canary
+    (exit 0, production stays) and its summary says so, not "promoted"."""
+    ctx, cfg = project
+    raw = yaml.safe_load((tmp_path / "params.yaml").read_text())
+    raw["canary"] = {**raw["canary"], "enabled": True}
+    raw["feedback"] = {**raw["feedback"], "log_dir": "logs"}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    ctx = _gate_on_stored_scores(make_context(tmp_path / "params.yaml", "cpu", str(ctx.data_root), ctx.artifacts))
+    _upstream(ctx.artifacts, _metrics(0.70, 0.33))
+    first = run_nightly(ctx, cfg)
+    assert first.code == EXIT_PROMOTED and first.summary == "promoted"
+    production = read_pointer(tmp_path / "registry")["version"]
+    (ctx.artifacts / "index" / "bundle" / "weights.bin").write_text("retrained")  # the next night's new bundle
+    second = run_nightly(ctx, cfg)
+    assert second.code == EXIT_PROMOTED and second.summary.startswith("canary started: "), second.summary
+    assert second.summary.endswith(f"against {production}")
+    assert read_pointer(tmp_path / "registry")["version"] == production

@@ -116,3 +116,20 @@ def test_a_damaged_file_is_an_error_naming_it(registry):
     (registry / "canary.json").write_text(json.dumps({"status": "running"}))
     with pytest.raises(RegistryError, match="field 'candidate'"):
         canary.read_canary(registry)
+
+
+def test_registry_status_shows_the_canary(registry, tmp_path, repo_root, capsys):
+    from uniret.cli import main
+
+    args = ["registry", "status", "--params", str(repo_root / "params.yaml"), "--profile", "tiny", "--registry",
+            str(registry)]
+    assert main(args) == 0
+    assert "canary: none ever ran" in capsys.readouterr().out
+    state = _start(registry, tmp_path)
+    assert main(args) == 0
+    assert f"canary: {state['candidate']} running since {state['started_at']} against v1 (25% of searches" in \
+        capsys.readouterr().out
+    canary.finish(registry, "rollback", "significantly worse")
+    assert main([*args, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)["canary"]
+    assert shown["status"] == "rolled_back" and shown["reason"] == "significantly worse" and "history" not in shown

@@ -76,15 +76,18 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
+    from uniret.registry.canary import read_canary
     from uniret.registry.control import HASH_SHOWN, read_control
     from uniret.registry.pointer import read_pointer
 
     _, root = _setup(args)
     pointer = read_pointer(root)
     control = read_control(root)
+    canary = read_canary(root)
+    canary = canary and {k: v for k, v in canary.items() if k != "history"}
     if args.json:
         print(json.dumps({"production": pointer and {k: v for k, v in pointer.items() if k != "history"},
-                          **control.to_dict()}, indent=2, sort_keys=True))
+                          **control.to_dict(), "canary": canary}, indent=2, sort_keys=True))
         return 0
     if pointer is None:
         print("production: none (nothing promoted yet)")
@@ -98,6 +101,13 @@ def _status(args: argparse.Namespace) -> int:
         why = f": {r.reason}" if r.reason else ""
         print(f"rejected: {r.version} (content {content_hash[:HASH_SHOWN]}) rolled back at {r.rolled_back_at}"
               f"{f' by {r.by}' if r.by else ''}{why}")
+    if canary is None:
+        print("canary: none ever ran")
+    elif canary["status"] == "running":
+        print(f"canary: {canary['candidate']} running since {canary['started_at']} against {canary['production']} "
+              f"({canary['share']:.0%} of searches, deadline {canary['deadline']}; `uniret canary status` for its evidence)")
+    else:
+        print(f"canary: last {canary['candidate']} {canary['status']} at {canary.get('decided_at')}: {canary.get('reason')}")
     return 0
 
 

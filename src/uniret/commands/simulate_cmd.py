@@ -39,7 +39,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "running `uniret serve` as a Zipf-like stream and posts one impression per result shown and the "
                     "clicks of a position-based click model (ULTRA's protocol) on the qrels grades to /events. "
                     "Prints (and with --out writes) the figures with every assumption behind them. "
-                    "It sends one batch of traffic; the N-night loop (traffic, nightly, promotion) is not built yet.",
+                    "It sends one batch of traffic; `uniret loop run` runs N nights of traffic, nightly and "
+                    "promotion, and it also drives a canary's interleaved answers (docs/gate-registry.md#canary).",
     )
     p.add_argument("--url", default="http://127.0.0.1:8000", help="the server (default: http://127.0.0.1:8000)")
     p.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
