@@ -41,7 +41,33 @@ VARIANTS = {
     "finetune_10_no_anchor": {"finetune_epochs": 10, "finetune_anchor": 0.0},
     "no_finetune": {"finetune_epochs": 0},
     "other_corpus_sentences_5000": {"other_corpus_sentences": 5000},
+    # E69: training on clicks, on a loop arm's workspace (uniret loop run): the traffic domain's dev split
+    "clicks_weight_0.3": {"clicks_weight": 0.3},
+    "clicks_weight_3": {"clicks_weight": 3.0},
+    "clicks_naive": {"clicks": "naive"},
+    "clicks_none": {"clicks": "none"},
+    "no_logged_queries": {"logged_queries": False},
+    "clip_2": {"_clip": 2.0},
+    "clip_5": {"_clip": 5.0},
 }
+
+
+def _reclipped(feedback: Path, clip: float, out: Path) -> Path:
+    """A copy of the feedback stage's output with its IPS weights clipped at `clip` (below the stage's own
+    clip, min(weight, clip) is exactly what the stage would have written)."""
+    import shutil
+
+    from uniret.runtime import read_manifest
+
+    stage_clip = (read_manifest(feedback).get("params") or {}).get("feedback", {}).get("clip")
+    if stage_clip is not None and clip > stage_clip:
+        raise ValueError(f"clip {clip} is above the feedback stage's {stage_clip}: its weights cannot be unclipped")
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.copytree(feedback, out)
+    rows = [json.loads(line) for line in (feedback / "pairs" / "ips.jsonl").read_text(encoding="utf-8").splitlines()]
+    (out / "pairs" / "ips.jsonl").write_text(
+        "".join(json.dumps({**r, "weight": min(float(r["weight"]), clip)}) + "\n" for r in rows), encoding="utf-8")
+    return out
 
 
 def _memoise_encoders() -> None:
@@ -84,6 +110,7 @@ def main() -> int:
     from uniret.stages import index as index_stage
 
     _memoise_encoders()
+    feedback_dir = index_stage._feedback_dir
     ctx = dag_context(args)
     cfg = ctx.params.section("index")
     rcfg = ctx.params.section("retrieval")
@@ -103,6 +130,9 @@ def main() -> int:
     results = {}
     for name in args.variants:
         overrides = dict(VARIANTS[name])
+        clip = overrides.pop("_clip", None)
+        index_stage._feedback_dir = feedback_dir if clip is None else (
+            lambda ctx, c=clip, n=name: _reclipped(feedback_dir(ctx), c, ctx.artifacts / ".levers" / n / "feedback"))
         fusion = dataclasses.replace(rcfg.fusion, fast_depth=overrides.pop("_fast_depth", rcfg.fusion.fast_depth),
                                      fast_runs=overrides.pop("_fast_runs", rcfg.fusion.fast_runs))
         scfg = dataclasses.replace(cfg.static_query, **overrides)
@@ -111,7 +141,7 @@ def main() -> int:
         start = time.perf_counter()
         tmp = ctx.artifacts / ".levers" / name
         tmp.mkdir(parents=True, exist_ok=True)
-        if set(overrides) - {"corpus_idf"}:  # the tables themselves vary: build them again
+        if set(overrides) - {"corpus_idf"} or clip is not None:  # the tables themselves vary: build them again
             static, meta = index_stage._static_query(ctx, vcfg, model, tokenizer, dataset, docs, tmp, qlen, dlen,
                                                      encoded.dense)
         else:  # only the fusion varies: the bundle's own tables

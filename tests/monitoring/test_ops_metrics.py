@@ -103,6 +103,14 @@ def test_gauges_of_the_live_bundle_and_the_registry(registry):
     assert got[("uniret_nightly_blocked_in_row", ())] == 0.0
     assert got[("uniret_nightly_last_success_timestamp_seconds", ())] == pytest.approx(time.time(), abs=120)
 
+    assert not any(name == "uniret_nightly_last_refresh" for name, _ in got)  # that night refreshed nothing
+    record_outcome(registry, "blocked", 3, "blocked: ...; corpus refresh promoted",
+                   refresh={"status": "promoted", "added": 50, "removed": 20, "version": "v3"})
+    got = _scrape(metrics)
+    assert got[("uniret_nightly_last_refresh", (("status", "promoted"),))] == 1.0
+    assert got[("uniret_nightly_last_refresh_documents", (("change", "added"),))] == 50.0
+    assert got[("uniret_nightly_last_refresh_documents", (("change", "removed"),))] == 20.0
+
     live["bundle"] = None  # nothing loaded (start-up failed): not on production
     assert _scrape(metrics)[("uniret_bundle_is_production", ())] == 0.0
 

@@ -130,7 +130,8 @@ def test_cli_rollback_status_lift_pause_resume(two, repo_root, capsys, monkeypat
 
     assert main(_args(repo_root, root, "registry", "list")) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("* v1") and "REJECTED" in lines[1]
+    assert lines[0].startswith("* v1") and "(rollback from v2)" in lines[0]
+    assert "REJECTED (rolled back: bad answers)" in lines[1]
 
     assert main(_args(repo_root, root, "registry", "pause", "--reason", "freeze for the audit")) == 0
     assert "promotion paused since" in capsys.readouterr().out

@@ -59,7 +59,14 @@ def _list(args: argparse.Namespace) -> int:
     live = pointer["version"] if pointer else None
     entries = list_bundles(root)
     control = read_control(root)
-    rejected = {r.version for r in control.rejected.values()}
+    rejected = {r.version: r.reason for r in control.rejected.values()}
+    # why each bundle was made production, when the change recorded one (corpus refresh, canary, rollback)
+    why = {}
+    for entry in reversed([pointer, *pointer["history"]] if pointer else []):
+        if entry.get("reason"):
+            why[entry["version"]] = entry["reason"]
+        elif entry.get("rolled_back_from"):
+            why[entry["version"]] = f"rollback from {entry['rolled_back_from']}"
     if args.json:
         print(json.dumps({"production": live, "bundles": entries, "control": control.to_dict()}, indent=2))
         return 0
@@ -67,8 +74,10 @@ def _list(args: argparse.Namespace) -> int:
         print(f"{root}: no bundles")
     for e in entries:
         mark = "*" if e["version"] == live else " "
+        reason = rejected.get(e["version"])
         print(f"{mark} {e['version']}  published {e.get('published_at')}  parent {e.get('parent')}"
-              + ("  REJECTED (rolled back)" if e["version"] in rejected else "")
+              + (f"  ({why[e['version']]})" if e["version"] in why else "")
+              + (f"  REJECTED (rolled back{': ' + reason if reason else ''})" if e["version"] in rejected else "")
               + (f"  ERROR {e['error']}" if "error" in e else ""))
     if control.paused:
         print(control.pause_text())

@@ -121,6 +121,10 @@ class OperationsCollector:
             _gauge("uniret_nightly_failed_in_row", "Nightly runs in a row that failed (the latest included)"),
             _gauge("uniret_nightly_last_outcome", "1 on the outcome of the last nightly run", ("outcome",)),
             CounterMetricFamily("uniret_nightly_runs", "Nightly runs recorded in the registry by outcome", labels=["outcome"]),
+            _gauge("uniret_nightly_last_refresh", "1 on what the last nightly's corpus refresh did (promoted, "
+                   "unchanged, skipped, refused, blocked, failed); absent when that night ran none", ("status",)),
+            _gauge("uniret_nightly_last_refresh_documents", "Documents the last corpus refresh found added to or "
+                   "removed from today's corpus against production's bundle", ("change",)),
         )}
 
     def _collect_bundle(self, families: dict[str, Metric]) -> None:
@@ -178,6 +182,12 @@ class OperationsCollector:
             for outcome in OUTCOMES:
                 families["uniret_nightly_last_outcome"].add_metric([outcome], float(last.get("outcome") == outcome))
                 families["uniret_nightly_runs"].add_metric([outcome], float((status.get("runs") or {}).get(outcome, 0)))
+            refresh = last.get("refresh")
+            if isinstance(refresh, dict) and isinstance(refresh.get("status"), str):
+                families["uniret_nightly_last_refresh"].add_metric([refresh["status"]], 1.0)
+                for change in ("added", "removed"):
+                    if isinstance(refresh.get(change), int):
+                        families["uniret_nightly_last_refresh_documents"].add_metric([change], float(refresh[change]))
         ok = self._collect_control(families) and ok
         families["uniret_registry_read_ok"].add_metric([], float(ok))
 
