@@ -41,7 +41,7 @@ VARIANTS = {
     "finetune_10_no_anchor": {"finetune_epochs": 10, "finetune_anchor": 0.0},
     "no_finetune": {"finetune_epochs": 0},
     "other_corpus_sentences_5000": {"other_corpus_sentences": 5000},
-    # E69: training on clicks, on a loop arm's workspace (uniret loop run): the traffic domain's dev split
+    # E71: training on clicks, on a loop arm's workspace (uniret loop run): the traffic domain's dev split
     "clicks_weight_0.3": {"clicks_weight": 0.3},
     "clicks_weight_3": {"clicks_weight": 3.0},
     "clicks_naive": {"clicks": "naive"},

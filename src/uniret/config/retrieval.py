@@ -316,7 +316,8 @@ class StaticQueryConfig:
     finetune_anchor: float = 1.0  # weight of the distillation (cosine) loss on a batch of pseudo-queries
     # what it is fine-tuned on: the train split's judged queries (labels) and the feedback stage's
     # clicks of the training days (ips: IPS-weighted, naive: weight 1, none: not used), each click
-    # example weighted clicks_weight relative to a labelled query; the logged query texts of the
+    # example weighted clicks_weight relative to a labelled query (without labels it changes nothing:
+    # the loss is a weighted mean, E71); the logged query texts of the
     # training days join the distillation texts (docs/learning-loop.md)
     train_labels: bool = True
     clicks: str = "ips"
