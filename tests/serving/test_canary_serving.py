@@ -226,3 +226,28 @@ def test_a_candidate_that_fails_to_load_leaves_every_search_to_production(setup,
     assert not interleaved and answer["version"] == production and len(answer["results"]) == 10
     assert c.cli("stop", "--reason", "damaged candidate").returncode == 0
     assert canary.read_canary(c.registry)["status"] == "abandoned"
+
+
+def test_a_failed_candidate_is_not_reloaded_at_every_poll(tmp_path):
+    """The pointer watch calls sync() every few seconds: a candidate that failed to load is tried again
+    only when asked (POST /admin/canary) or when canary.json names another one."""
+    from uniret.serving.canary import CanaryServing
+    from uniret.serving.metrics import ServingMetrics
+
+    calls = []
+
+    def loader(path):
+        calls.append(path)
+        raise OSError("damaged")
+
+    registry = tmp_path / "registry"
+    registry.mkdir()
+    (registry / "canary.json").write_text(json.dumps({
+        "status": "running", "id": "c1", "candidate": "v2", "candidate_bundle": "bundles/v2", "production": "v1",
+        "share": 1.0}))
+    serving = CanaryServing(registry, loader, "q", None, ServingMetrics())
+    assert "failed to load" in serving.sync()
+    assert "failed to load" in serving.sync() and len(calls) == 1
+    assert serving.draw("v1") is None
+    serving.sync(retry=True)
+    assert len(calls) == 2

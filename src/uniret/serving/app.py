@@ -38,6 +38,7 @@ reloads run on their own single thread so a slow load never blocks searches. No
 """
 
 import asyncio
+import functools
 import hmac
 import logging
 import time
@@ -358,7 +359,7 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
     @app.post("/admin/canary", dependencies=[Depends(require_admin)])
     async def admin_canary() -> dict:
         """Re-read the registry's canary.json: load the running canary's candidate, or drop an ended one."""
-        did = await asyncio.get_running_loop().run_in_executor(admin_pool, canary.sync)
+        did = await asyncio.get_running_loop().run_in_executor(admin_pool, functools.partial(canary.sync, retry=True))
         return {"status": source.relative_text(did)}
 
     return app

@@ -37,12 +37,15 @@ class CanaryServing:
         self.candidate = ServingState(loader, probe_query, default_mode)
         self.plan: dict[str, Any] | None = None  # the running canary, once its candidate is loaded
         self._problem: str | None = None
+        self._failed: str | None = None  # a candidate that failed to load: not retried at every poll
         self._sync_lock = threading.Lock()
         self._rng = rng or random.Random()
         self._rng_lock = threading.Lock()
 
-    def sync(self) -> str:
-        """Load or drop the candidate to match canary.json; returns what it did (for logs and /admin/canary)."""
+    def sync(self, retry: bool = False) -> str:
+        """Load or drop the candidate to match canary.json; returns what it did (for logs and /admin/canary).
+        A candidate that failed to load is tried again only with `retry` (POST /admin/canary) or once
+        canary.json names another one, not at every poll of the pointer watch."""
         if self.root is None:
             return "no registry: canaries need `uniret serve --registry`"
         with self._sync_lock:
@@ -64,12 +67,16 @@ class CanaryServing:
             live = self.candidate.current
             if live is None or live.version != state["candidate"]:
                 self.plan = None
+                if state["candidate"] == self._failed and not retry:
+                    return f"candidate {self._failed} failed to load: production serves every search"
                 try:
                     self.candidate.reload(self.root / state["candidate_bundle"], state["candidate"])
                 except BundleLoadError as exc:
+                    self._failed = state["candidate"]
                     log.error("canary: candidate %s failed to load, production serves every search: %s",
                               state["candidate"], exc)
                     return f"candidate {state['candidate']} failed to load: {exc}"
+                self._failed = None
             self.plan = state
             return f"canary {state['id']}: candidate {state['candidate']} interleaved in {state['share']:.0%} of searches"
 
