@@ -1,9 +1,8 @@
 """Starting and deciding a canary from params: the registry's state, serving's logs, the rule, the notices.
 
 `uniret canary` and the promote stage (canary.enabled: the nightly and the Kubeflow pipeline) both go
-through here. Deciding reads the interleaved
-impressions logged since the canary began (feedback.log_dir), applies params canary.rule and ends
-the canary through the registry (uniret.registry.canary): promote (the pointer moves, serving is
+through here. Deciding reads the interleaved impressions logged since the canary began
+(feedback.log_dir), applies params canary.rule and ends the canary through the registry (uniret.registry.canary): promote (the pointer moves, serving is
 told to reload) or roll back (production stays, the candidate's content is rejected). The decision
 is written beside the gate's: <out>/decision.json and decision.md.
 """
@@ -30,7 +29,9 @@ log = logging.getLogger("uniret.canary")
 def start_canary(params: Params, root: Path, bundle: Path, *, evaluation: dict[str, Any] | None = None,
                  decision: dict[str, Any] | None = None, lineage: dict[str, Any] | None = None,
                  serve_url: str | None = None, attachments: dict[str, Path] | None = None) -> dict[str, Any]:
-    """Start the canary of bundle folder `bundle` and tell serving (POST /admin/canary); returns the state."""
+    """Start the canary of bundle folder `bundle` and tell serving (POST /admin/canary); returns the state.
+    Refused (nothing written) when serving logs no answers: the canary would have no evidence."""
+    canary_log_dir(params)
     state = registry_canary.start(root, bundle, params.section("canary"), evaluation=evaluation, decision=decision,
                                   lineage=lineage or {}, attachments=attachments)
     serving = serving_from(params, serve_url)
