@@ -296,6 +296,9 @@ def write_markdown(report: dict, path: Path, argv: str) -> None:
                   f"{e2e['decision']['status'] if pref else e2e['decision']} (delta {pref.get('delta', 0):+.4f} over "
                   f"{pref.get('clicked')} clicked impressions of {e2e['decision']['production'] if pref else ''} "
                   "against the better candidate; on that Zipf stream the pair's gap is the one of zipf1/canary.md)."]
+    if (path.parent / "zipf1" / "canary.md").is_file():
+        lines += ["", "The same canaries on the loop's Zipf stream (one query a sixth of the traffic), where the "
+                  "clicks disagree with nDCG@10 for this pair: [zipf1/canary.md](zipf1/canary.md)."]
     lines += ["", "![rollback rate by traffic](canary.png)", "",
               f"Reproduce: `python lab/canary_study.py {argv}` ({report['seconds']:.0f} s).", ""]
     path.write_text("\n".join(lines), encoding="utf-8")

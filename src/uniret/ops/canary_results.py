@@ -16,17 +16,17 @@ def canary_headline(doc: dict[str, Any] | None, serving: dict[str, Any] | None) 
         t = pair["target"]
         lines.append(f"| {name.replace('_', ' ')} | {pair['truth_ndcg@10']['traffic_weighted']['diff']:+.4f} | "
                      f"{t['reps']} | {t['promoted']} | {t['rolled_back']} |")
-    notes = [f"Simulated users ({a['traffic']}; {a['click_protocol']['model']}), rule {a['rule']} at one-sided "
-             f"alpha {a['alpha']}, decided at {a['min_impressions']:,} clicked interleaved impressions."]
+    notes = [f"Simulated clicks on {a['traffic'].split(',')[0]}; rule {a['rule']}, alpha {a['alpha']}, "
+             f"{a['min_impressions']:,} clicked impressions."]
     for name, need in (doc.get("needed") or {}).items():
-        notes.append(f"To roll back the {name} candidate in 95% of canaries, interleaving needed "
-                     f"{need['interleaving']:,.0f} impressions and an A/B test on the same clicks {need['ab']:,.0f} "
-                     f"({need['ratio']:.1f}x, {need['ratio_low']:.1f} .. {need['ratio_high']:.1f}).")
+        notes.append(f"Catching the {name} one 95% of the time took {need['interleaving']:,.0f} impressions; "
+                     f"an A/B test {need['ab']:,.0f} ({need['ratio']:.1f}x, {need['ratio_low']:.1f} .. "
+                     f"{need['ratio_high']:.1f}).")
     if serving:
         lat = serving["latency_ms"]
-        notes.append(f"An interleaved search costs p50 {lat['interleaved']['p50']:.2f} ms against "
-                     f"{lat['plain']['p50']:.2f} ms; the candidate beside production "
-                     f"+{serving['rss_mb_with_candidate'] - serving['rss_mb_production']:.0f} MB at NFCorpus's size.")
-    notes.append("Report: [results/canary/canary.md](results/canary/canary.md) (on a Zipf stream: "
-                 "[zipf1](results/canary/zipf1/canary.md)); how: [docs/gate-registry.md](docs/gate-registry.md#canary).")
+        notes.append(f"Interleaved p50 {lat['interleaved']['p50']:.2f} ms vs {lat['plain']['p50']:.2f} ms; "
+                     f"+{serving['rss_mb_with_candidate'] - serving['rss_mb_production']:.0f} MB.")
+    notes.append("Report (and on a Zipf stream, where it disagrees with nDCG@10): "
+                 "[results/canary/canary.md](results/canary/canary.md); how: "
+                 "[docs/gate-registry.md](docs/gate-registry.md#canary).")
     return "\n".join(lines) + "\n\n" + " ".join(notes)
