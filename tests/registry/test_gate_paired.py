@@ -25,7 +25,7 @@ def _candidate(prod, noise: float, shift: dict[str, float] | None = None, seed: 
     for ds, rows in prod.items():
         jitter = rng.normal(0.0, noise, len(rows))
         jitter -= jitter.mean()  # an equal candidate: the same mean on every set
-        out[ds] = {q: v + e - (shift or {}).get(ds, 0.0) for (q, v), e in zip(rows.items(), jitter)}
+        out[ds] = {q: v + e - (shift or {}).get(ds, 0.0) for (q, v), e in zip(rows.items(), jitter, strict=True)}
     return out
 
 

@@ -13,10 +13,10 @@ import pytest
 from uniret.cli import main
 from uniret.registry.errors import RegistryError
 from uniret.registry.integrity import SUMS, verify_bundle
-from uniret.registry.verify import verify_registry
 from uniret.registry.pointer import BUNDLES, POINTER, read_pointer
 from uniret.registry.promotion import promote, rollback
 from uniret.registry.retention import prune
+from uniret.registry.verify import verify_registry
 
 
 def _bundle(tmp: Path, name: str) -> Path:

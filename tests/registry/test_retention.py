@@ -11,10 +11,10 @@ import pytest
 
 from uniret.cli import main
 from uniret.registry.errors import RegistryError
-from uniret.registry.verify import verify_registry
 from uniret.registry.pointer import BUNDLES, POINTER, read_pointer
 from uniret.registry.promotion import promote, rollback
 from uniret.registry.retention import PRUNED_PREFIX, prune
+from uniret.registry.verify import verify_registry
 
 
 def _bundle(tmp: Path, name: str) -> Path:

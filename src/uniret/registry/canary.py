@@ -21,7 +21,6 @@ file again, and production serves throughout.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from uniret.config.canary import CanaryConfig
 from uniret.registry import bundles
 from uniret.registry.control import PromotionHeld, actor, read_control, reject_locked
 from uniret.registry.errors import RegistryError
+from uniret.registry.json_files import read_registry_json
 from uniret.registry.layout import BUNDLES, CANARY
 from uniret.registry.pointer import now_iso, point_to, read_pointer, registry_lock
 from uniret.utils.files import atomic_write_json, hash_path
@@ -41,12 +41,9 @@ ENDINGS = {"promote": PROMOTED, "rollback": ROLLED_BACK, "abandon": ABANDONED}
 def read_canary(root: str | Path) -> dict[str, Any] | None:
     """The canary file, or None when no canary ever ran; a damaged file is an error naming it."""
     path = Path(root) / CANARY
-    if not path.is_file():
+    data = read_registry_json(path, "not a canary file: ")
+    if data is None:
         return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RegistryError(f"{path}: not a canary file: {exc}") from exc
     for name in ("status", "candidate", "production"):
         if not isinstance(data, dict) or not isinstance(data.get(name), str):
             raise RegistryError(f"{path}: field {name!r} missing or not a string")

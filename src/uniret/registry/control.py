@@ -20,13 +20,13 @@ was rejected.
 from __future__ import annotations
 
 import getpass
-import json
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from uniret.registry.errors import RegistryError
+from uniret.registry.json_files import read_registry_json
 from uniret.registry.layout import CONTROL
 from uniret.registry.pointer import now_iso, registry_lock
 from uniret.utils.files import atomic_write_json
@@ -132,17 +132,8 @@ def read_control(root: str | Path) -> Control:
     """The registry's control state (the default when control.json is absent); RegistryError names
     a damaged file and the field."""
     path = Path(root) / CONTROL
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return Control()
-    except UnicodeDecodeError as exc:
-        raise RegistryError(f"{path}: not UTF-8 (byte {exc.start})") from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RegistryError(f"{path}: invalid JSON: {exc}") from exc
-    return _parse(data, path)
+    data = read_registry_json(path)
+    return Control() if data is None else _parse(data, path)
 
 
 def _write(root: Path, control: Control) -> Control:

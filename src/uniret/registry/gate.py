@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,7 +19,7 @@ from uniret.config.gate import GateConfig
 from uniret.evaluation.macros import ZERO_SHOT_MACRO, zero_shot_datasets
 from uniret.evaluation.noninferiority import noninferiority, threshold_worse
 from uniret.registry.bundles import read_manifest
-from uniret.registry.checks import Check, Status
+from uniret.registry.checks import Check
 from uniret.registry.pointer import read_pointer
 from uniret.registry.traffic_check import TrafficScores, newest_traffic_check
 

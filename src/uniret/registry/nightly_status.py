@@ -13,7 +13,6 @@ the registry lock after each run; readers see the old or the new file, never hal
 from __future__ import annotations
 
 import calendar
-import json
 import logging
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 
 from uniret.config.notify import NIGHTLY_OUTCOMES
 from uniret.registry.errors import RegistryError
+from uniret.registry.json_files import read_registry_json
 from uniret.registry.pointer import now_iso, registry_lock
 from uniret.utils.files import atomic_write_json
 
@@ -38,12 +38,9 @@ def iso_seconds(stamp: str) -> float:
 def read_status(root: str | Path) -> dict[str, Any] | None:
     """The recorded outcomes, or None before the first recorded run; RegistryError names a damaged file."""
     path = Path(root) / NIGHTLY_STATUS
-    if not path.is_file():
+    data = read_registry_json(path)
+    if data is None:
         return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RegistryError(f"{path}: invalid JSON: {exc}") from exc
     if not isinstance(data, dict) or not isinstance(data.get("last_run"), dict):
         raise RegistryError(f"{path}: field 'last_run' missing or not an object")
     return data

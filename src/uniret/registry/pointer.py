@@ -8,7 +8,6 @@ Changes are serialised by a lock file so a promotion and a rollback cannot inter
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +16,7 @@ from typing import Any
 
 from uniret.registry.errors import RegistryError
 from uniret.registry.integrity import VERIFY_HINT, require_sound_entries, verify_bundle
+from uniret.registry.json_files import read_registry_json
 from uniret.registry.layout import BUNDLES, POINTER
 from uniret.utils.files import atomic_write_json
 from uniret.utils.locks import file_lock
@@ -41,15 +41,9 @@ def registry_lock(root: str | Path) -> Iterator[None]:
 def read_pointer(root: str | Path) -> dict[str, Any] | None:
     """The current pointer, or None when nothing was ever promoted (cold start)."""
     path = Path(root) / POINTER
-    if not path.is_file():
+    data = read_registry_json(path)
+    if data is None:
         return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        # str(exc) carries the position ("...: line 1 column 19 (char 18)"); exc.msg alone is cut off
-        raise RegistryError(f"{path}: invalid JSON: {exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise RegistryError(f"{path}: not UTF-8 (byte {exc.start})") from exc
     if not isinstance(data, dict) or not isinstance(data.get("version"), str):
         raise RegistryError(f"{path}: field 'version' missing or not a string")
     data.setdefault("history", [])
