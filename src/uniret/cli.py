@@ -56,7 +56,11 @@ def run_stage_command(args: argparse.Namespace, stage: str | None = None) -> int
     from uniret.stages import run_stage
 
     ctx = make_context(args.params, args.profile, args.data, args.artifacts)
-    run_stage(stage or args.stage, ctx)
+    result = run_stage(stage or args.stage, ctx)
+    error = result.get("error") if isinstance(result, dict) else None
+    if error:  # the stage wrote its outputs, then recorded a failure (promote: a corpus refresh that failed)
+        print(f"uniret {stage or args.stage}: error: {error}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -106,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     from uniret.core.errors import format_error, is_user_error
 
     try:
+        check = getattr(args, "check_outputs", None)  # the one output rule, set by uniret.commands.outputs
+        if check is not None:
+            check(args)  # before any work
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -73,14 +73,15 @@ def test_nightly_runs_dvc_repro_gate_promote_report_and_the_report_failure_branc
     pointer = read_pointer(repo / "registry")
     assert verify_registry(repo / "registry").ok
 
-    # failure branch: the report cannot be built (a wrong type in its section); dvc has nothing to
+    # failure branch: the report cannot be built (a value its section's checks refuse when it is read;
+    # a wrong type would be refused when params.yaml is loaded, before any work); dvc has nothing to
     # redo, the gate still decides, the promotion stands, and the run is reported failed
     raw = yaml.safe_load((repo / "params.yaml").read_text())
-    raw["report"]["figure_dpi"] = "high"
+    raw["report"]["significance_resamples"] = -1
     (repo / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
     second = _nightly(repo, env)
     assert second.returncode == 1, second.stdout + second.stderr[-4000:]
-    assert "report failed" in second.stderr and "figure_dpi" in second.stderr, second.stderr[-4000:]
+    assert "report failed" in second.stderr and "significance_resamples" in second.stderr, second.stderr[-4000:]
     assert "Running stage" not in second.stdout + second.stderr  # dvc: up to date
     assert read_pointer(repo / "registry")["version"] == pointer["version"]
     assert not [p for p in (repo / "artifacts").iterdir() if ".tmp-" in p.name]

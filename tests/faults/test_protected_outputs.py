@@ -126,3 +126,58 @@ def test_an_index_stage_bundle_damaged_later_is_neither_exported_measured_nor_pu
     with pytest.raises(IntegrityError, match=r"changed: onnx/query.onnx\); not published"):
         publish(tmp_path / "registry", bundle, evaluation=None, decision=None, lineage={})
     assert not (tmp_path / "registry" / "bundles").exists() or not any((tmp_path / "registry" / "bundles").iterdir())
+
+
+OUTPUT_FLAGS = {"--out", "--output", "--root", "--work"}  # what an argument that names an output is called
+
+
+def _parsers(parser, path=()):
+    """(command path, parser) of every subcommand, nested ones included."""
+    import argparse
+
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, (*path, name))
+
+
+def test_every_output_argument_of_every_command_goes_through_the_one_rule():
+    """A command that takes an output path declares it (uniret.commands.outputs.output_argument), so the
+    command line checks it before the command runs: a new command cannot forget the rule."""
+    from uniret.cli import build_parser
+    from uniret.commands.outputs import DECLARED
+
+    undeclared = []
+    for path, parser in _parsers(build_parser()):
+        declared = {dest for dest, _, _ in parser.get_default(DECLARED) or ()}
+        for action in parser._actions:
+            if OUTPUT_FLAGS & set(action.option_strings) and action.dest not in declared:
+                undeclared.append(f"uniret {' '.join(path)} {action.option_strings[0]}")
+    assert undeclared == []
+
+
+def test_commands_that_wrote_anywhere_refuse_the_registry_and_the_data_root_before_any_work(
+        tmp_path, repo_root, small_data, capsys, snapshot, monkeypatch):
+    """issue 57, class 2: canary decide, simulate, the loop, gate-study, milvus-parity and pipeline compile
+    wrote into a registry or the data root; now each exits 1 with one line naming the flag, and writes nothing."""
+    monkeypatch.setenv("UNIRET_DATA", str(small_data))  # the data root every command reads
+    registry = _registry(tmp_path / "registry")
+    before, data_before = snapshot(registry), snapshot(small_data)
+    params = ["--params", str(repo_root / "params.yaml")]
+    for target, needle in ((registry / "out", "inside the model registry"), (small_data / "out", "inside the data root")):
+        commands = {
+            "canary": (["canary", "decide", *params, "--out", str(target)], "--out"),
+            "simulate": (["simulate", *params, "--out", str(target / "s.json")], "--out"),
+            "loop run": (["loop", "run", "--arm", "naive", *params, "--work", str(target)], "--work"),
+            "loop report": (["loop", "report", "--arm", f"a={tmp_path}", "--out", str(target)], "--out"),
+            "gate-study": (["gate-study", "run", *params, "--root", str(target)], "--root"),
+            "export": (["export", "milvus-parity", *params, "--out", str(target)], "--out"),
+            "pipeline": (["pipeline", "compile", *params, "--output", str(target / "p.yaml")], "--output"),
+        }
+        for name, (args, flag) in commands.items():
+            assert main(args) == 1, name
+            line = _one_error_line(capsys.readouterr().err, name.split()[0])
+            assert f"{flag} {target}" in line and needle in line, line
+            assert not target.exists(), name
+    assert snapshot(registry) == before and snapshot(small_data) == data_before

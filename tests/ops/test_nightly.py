@@ -176,7 +176,7 @@ def test_paused_registry_runs_everything_but_promotes_nothing_and_exits_4(projec
     outcome = run_nightly(ctx, cfg)
     assert outcome.code == EXIT_PAUSED, outcome.summary
     assert "paused" in outcome.summary and "audit week" in outcome.summary and "gate passed" in outcome.summary
-    assert "gate: decided" in outcome.steps and "promote: not run" in outcome.steps
+    assert "gate: decided" in outcome.steps and "promote: paused" in outcome.steps
     assert read_pointer(root) is None
     _upstream(ctx.artifacts, _metrics(0.60, 0.30))  # a blocked candidate while paused is still a paused night
     blocked = run_nightly(ctx, cfg)

@@ -1,4 +1,4 @@
-"""The real pipeline under kfp.local (SubprocessRunner): validate -> bm25 -> evaluate -> gate -> If -> promote, report."""
+"""The real pipeline under kfp.local (SubprocessRunner): validate -> bm25 -> evaluate -> gate -> promote -> report."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def scifact_params(tmp_path, tiny_dag_params):
 
 
 @pytest.mark.slow
-def test_tiny_prefix_runs_and_a_blocked_gate_skips_promote(repo_root, shared_data, tmp_path, local_cfg, scifact_params):
+def test_tiny_prefix_runs_and_a_blocked_gate_promotes_nothing(repo_root, shared_data, tmp_path, local_cfg, scifact_params):
     workdir = tmp_path / "wd"
     run = run_local(
         repo_root, local_cfg, workdir=workdir, profile="tiny",
@@ -40,8 +40,16 @@ def test_tiny_prefix_runs_and_a_blocked_gate_skips_promote(repo_root, shared_dat
         params_path=scifact_params, data=shared_data,
         gate_overrides='{"candidate_system": "bm25", "min_score": 0.99}',  # nothing reaches 0.99
     )
-    assert set(run.manifests) == {"validate", "bm25", "evaluate", "gate", "report"}  # promote skipped by dsl.If
-    assert not (workdir / "artifacts" / "promote").exists()
+    assert set(run.manifests) == {"validate", "bm25", "evaluate", "gate", "promote", "report"}
+    # promote runs on a blocked night too: it promotes nothing and refreshes production's corpus (none here)
+    promotion = json.loads((workdir / "artifacts" / "promote" / "promotion.json").read_text())
+    assert promotion["outcome"] == "blocked" and promotion["promoted"] is False, promotion
+    assert promotion["refresh"]["status"] == "skipped" and "nothing is in production" in promotion["refresh"]["summary"]
+    assert "min_score" in promotion["summary"]
+    assert "blocked" in (workdir / "artifacts" / "report" / "report.md").read_text()
+    # and the night is recorded where monitoring reads it, as `uniret nightly` records it (exit 3: blocked)
+    last = json.loads((workdir / "registry" / "nightly.json").read_text())["last_run"]
+    assert last["outcome"] == "blocked" and last["code"] == 3 and "min_score" in last["summary"], last
     assert (workdir / "params.yaml").is_file()  # the workdir was seeded with the project's params
 
     metrics = json.loads((workdir / "artifacts" / "evaluate" / "metrics.json").read_text())
@@ -59,12 +67,16 @@ def test_tiny_prefix_runs_and_a_blocked_gate_skips_promote(repo_root, shared_dat
     assert figures.count("data:image/png;base64,") == len(list((workdir / "artifacts" / "report").glob("*.png"))) > 0
     assert list((tmp_path / "kfp" / "tmp").iterdir()) == []  # kfp's per-task temp folders are gone
 
-    # Same workdir, gate passing this time: the dsl.If branch runs promote, which fails because
-    # no index bundle was built in this prefix - and the failure names the task.
-    with pytest.raises(StageFailed, match="'promote' inside 'condition-1'"):
+    # Same workdir, gate passing this time: promote fails because no index bundle was built in this
+    # prefix - and the failure names the task.
+    with pytest.raises(StageFailed, match="promote"):
         run_local(repo_root, local_cfg, workdir=workdir, profile="tiny", stages=["gate", "promote"],
                   params_path=scifact_params, data=shared_data,
                   # no bench or index stage in this prefix: budgets off (unmeasurable budgets block)
                   gate_overrides='{"candidate_system": "bm25", "max_latency_p95_ms": null, "max_latency_ratio_bm25": null, '
                                  '"max_bytes_per_doc_dense": null, "max_bytes_per_doc_sparse": null}')
     assert json.loads((workdir / "artifacts" / "gate" / "decision.json").read_text())["passed"] is True
+    # the exit handler recorded the failed run as a failed night, where monitoring reads it
+    last = json.loads((workdir / "registry" / "nightly.json").read_text())["last_run"]
+    assert last["outcome"] == "failed" and last["code"] == 1 and "Kubeflow run" in last["summary"], last
+    assert "FAILED" in last["summary"], last

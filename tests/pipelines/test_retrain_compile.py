@@ -1,4 +1,5 @@
-"""The pipeline (uniret.kubeflow.pipeline): the committed YAML is current; GPUs, PVC, Secret and the gate branch compile in."""
+"""The pipeline (uniret.kubeflow.pipeline): the committed YAML is current; GPUs, PVC, Secrets, promote after the
+gate whatever it decided, and the exit handler compile in."""
 
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ def test_the_entry_point_recompiles_the_committed_yaml(repo_root, tmp_path):
 def test_every_stage_is_a_task_on_the_one_image(compiled, cfg):
     _, spec, _ = compiled
     executors = _task_executors(spec)
-    assert set(executors) == set(STAGES)
+    assert set(executors) == {*STAGES, "night-end"}
     images = {spec["deploymentSpec"]["executors"][label]["container"]["image"] for label in executors.values()}
     assert images == {cfg.image}
 
@@ -96,8 +97,11 @@ def test_every_task_mounts_the_pvc_and_reads_the_wandb_secret(compiled):
         assert secret["keyToEnv"] == [{"envVar": "WANDB_API_KEY", "secretKey": "wandb-api-key"}], stage
         assert k8s[label]["securityContext"] == {"runAsUser": "10001", "runAsGroup": "10001",
                                                  "runAsNonRoot": True}, stage
+        keys = [a["keyToEnv"][0]["secretKey"] for a in admin]
         if stage != "promote":  # serving's admin token and address go to the one task that calls it
-            assert admin == [] and "configMapAsEnv" not in k8s[label], stage
+            assert "admin-token" not in keys and "configMapAsEnv" not in k8s[label], stage
+        # the webhook URL goes to the two tasks that send the night's outcome
+        assert ("notify-url" in keys) == (stage in ("promote", "night-end")), (stage, keys)
 
 
 def test_the_promote_task_gets_the_admin_token_and_the_serve_url_when_the_cluster_has_them(compiled, repo_root):
@@ -119,15 +123,20 @@ def test_the_promote_task_gets_the_admin_token_and_the_serve_url_when_the_cluste
     assert "admin-token" in secret["stringData"] and configmap["data"]["UNIRET_SERVE_URL"].startswith("http://")
 
 
-def test_promote_runs_only_when_the_gate_passed(compiled):
+def test_promote_runs_after_the_gate_whatever_it_decided_and_the_report_after_promote(compiled):
+    """No condition: a blocked or paused night still runs promote, which refreshes the corpus (issue 55);
+    the report follows it, so it shows what promote did. Every stage runs inside the exit handler,
+    whose task records a failed run as a failed night."""
     _, spec, _ = compiled
     root = spec["root"]["dag"]["tasks"]
-    assert "promote" not in root
-    (branch,) = [t for t in root.values() if t.get("triggerPolicy", {}).get("condition")]
-    assert branch["triggerPolicy"]["condition"] == "inputs.parameter_values['pipelinechannel--gate-Output'] == true"
-    assert "gate" in branch["dependentTasks"]
-    assert set(spec["components"][branch["componentRef"]["name"]]["dag"]["tasks"]) == {"promote"}
-    assert set(root["report"]["dependentTasks"]) == {"gate"}  # reads the decision; runs either way
+    assert set(root) == {"exit-handler-1", "night-end"}
+    assert root["night-end"]["triggerPolicy"]["strategy"] == "ALL_UPSTREAM_TASKS_COMPLETED"
+    assert root["night-end"]["inputs"]["parameters"]["status"] == {"taskFinalStatus": {"producerTask": "exit-handler-1"}}
+    body = spec["components"][root["exit-handler-1"]["componentRef"]["name"]]["dag"]["tasks"]
+    assert set(body) == set(STAGES)
+    assert not [t for t in body.values() if t.get("triggerPolicy", {}).get("condition")]
+    assert set(body["promote"]["dependentTasks"]) == {"gate"}
+    assert set(body["report"]["dependentTasks"]) == {"promote"}
     assert spec["root"]["inputDefinitions"]["parameters"].keys() == {
         "recipe", "profile", "data_version", "gate_overrides", "workdir"}
 

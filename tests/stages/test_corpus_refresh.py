@@ -1,5 +1,6 @@
 """A night that promotes no new model re-indexes today's corpus with production's model (issue 55):
-real bundles of the tiny profile, a real `uniret serve`, and the nightly's own refresh step."""
+real bundles of the tiny profile, a real `uniret serve`, and the promote stage (what `uniret nightly`
+and the Kubeflow pipeline run after the gate) on a blocked decision."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from uniret.ops.nightly import EXIT_BLOCKED, EXIT_FAILED, NightlyOutcome, _refresh_corpus
 from uniret.registry.bundles import read_manifest
 from uniret.registry.pointer import read_pointer
 from uniret.runtime import MANIFEST, VALIDATED_DATA, make_context
+from uniret.stages import run_stage
 from uniret.stages.corpus_refresh import refresh_corpus
 
 ADDED, REMOVED = 50, 20
@@ -78,6 +79,16 @@ def _today(ctx, tiny_bundle: Path, shared_data: Path, change: bool) -> tuple[lis
     return added, removed
 
 
+def _blocked_night(ctx) -> dict:
+    """Tonight's gate blocked the candidate; the promote stage runs as the nightly and Kubeflow run it."""
+    gate = ctx.stage_dir("gate")
+    gate.mkdir(parents=True, exist_ok=True)
+    (gate / "decision.json").write_text(json.dumps({"passed": False, "candidate": "hybrid_fast", "checks": [
+        {"name": "beats_baseline", "status": "fail", "reason": "below bm25"}]}))
+    (gate / MANIFEST).write_text(json.dumps({"stage": "gate", "fixture": True}))
+    return run_stage("promote", ctx)
+
+
 def test_blocked_night_serves_added_documents_and_drops_removed_ones_but_never_a_rolled_back_model(
         project, tiny_bundle, shared_data, tmp_path):
     from uniret.bench.http_client import post_json
@@ -89,12 +100,12 @@ def test_blocked_night_serves_added_documents_and_drops_removed_ones_but_never_a
     added, removed = _today(ctx, tiny_bundle, shared_data, change=True)
     cfg = ctx.params.section("nightly")
     assert cfg.refresh_corpus == "blocked_or_paused"
-    night = NightlyOutcome(EXIT_BLOCKED, "blocked: gate blocked (beats_baseline: ...)")
-    _refresh_corpus(ctx, cfg, night)  # what `uniret nightly` does after a blocked decision
-
-    assert night.code == EXIT_BLOCKED, night.summary
-    assert night.refresh["status"] == "promoted", night.summary
-    assert f"+{ADDED} -{REMOVED} documents" in night.summary
+    night = _blocked_night(ctx)
+    assert night["outcome"] == "blocked" and "beats_baseline: below bm25" in night["summary"], night
+    assert night["refresh"]["status"] == "promoted" and "error" not in night, night
+    assert f"+{ADDED} -{REMOVED} documents" in night["refresh"]["summary"]
+    recorded = json.loads((ctx.stage_dir("promote") / "promotion.json").read_text())
+    assert recorded["refresh"] == night["refresh"] and len(recorded["decision_sha256"]) == 64
     pointer = read_pointer(root)
     refreshed = pointer["version"]
     assert refreshed != first and pointer["reason"] == f"corpus refresh of {first}"
@@ -127,10 +138,10 @@ def test_blocked_night_serves_added_documents_and_drops_removed_ones_but_never_a
     # rolled-back model back on (again) new documents
     rollback(root, dvc_push=False, reason="refreshed answers got worse")
     assert read_pointer(root)["version"] == first
-    again = NightlyOutcome(EXIT_BLOCKED, "blocked: gate blocked")
-    _refresh_corpus(ctx, cfg, again)
-    assert again.code == EXIT_BLOCKED and again.refresh["status"] == "refused", again.summary
-    assert f"bundle {refreshed}" in again.summary and "refreshed answers got worse" in again.summary
+    again = _blocked_night(ctx)
+    assert again["outcome"] == "blocked" and again["refresh"]["status"] == "refused", again
+    assert f"bundle {refreshed}" in again["refresh"]["summary"]
+    assert "refreshed answers got worse" in again["refresh"]["summary"]
     assert read_pointer(root)["version"] == first
 
 
@@ -149,13 +160,13 @@ def test_unchanged_corpus_does_nothing_and_a_pause_is_respected_when_configured(
     assert refresh_corpus(ctx, "off", paused=False).status == "skipped"
 
 
-def test_a_refresh_that_fails_makes_the_night_failed(project, tiny_bundle, shared_data):
+def test_a_refresh_that_fails_is_recorded_as_the_night_s_error(project, tiny_bundle, shared_data):
     ctx, root, first = project
     (ctx.stage_dir("validate") / VALIDATED_DATA).mkdir(parents=True)  # no dataset validated tonight
     (ctx.stage_dir("validate") / MANIFEST).write_text(json.dumps({"stage": "validate"}))
-    night = NightlyOutcome(EXIT_BLOCKED, "blocked: gate blocked")
-    _refresh_corpus(ctx, ctx.params.section("nightly"), night)
-    assert night.code == EXIT_FAILED and "corpus refresh failed" in night.summary and "scifact" in night.summary
+    night = _blocked_night(ctx)  # the nightly exits 1 on `error`, the Kubeflow task fails
+    assert night["refresh"]["status"] == "failed" and "corpus refresh failed" in night["error"]
+    assert "scifact" in night["error"]
     assert read_pointer(root)["version"] == first
     assert os.path.isdir(root / "bundles" / first)
 

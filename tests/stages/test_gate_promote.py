@@ -109,6 +109,7 @@ def test_regression_blocks_and_promote_skips(ctx, tmp_path):
     result = promote_stage.run(ctx)
     assert result["promoted"] is False
     assert result["status"].startswith("skipped: gate blocked (no_regression: nfcorpus")
+    assert result["outcome"] == "blocked" and result["refresh"]["status"] in ("skipped", "unchanged"), result
     assert read_stage_manifest(ctx.stage_dir("promote"))["metrics"]["promoted"] is False
     assert read_pointer(tmp_path / "registry")["version"] == first
 

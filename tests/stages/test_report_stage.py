@@ -200,3 +200,32 @@ def test_report_compares_with_productions_scores_on_this_runs_data(ctx, tmp_path
     text = report_with("stored_other_data", "stored at promotion, measured on other data (scifact: its files changed)",
                        None)
     assert "(none: production's scores: stored at promotion, measured on other data" in text
+
+
+def test_report_shows_what_promote_did_with_this_decision_and_never_an_earlier_night_s(ctx, tmp_path, monkeypatch):
+    """The promote stage's promotion.json (its outcome and the corpus refresh) goes under the gate's
+    lines only when it records this decision's sha256: tomorrow's report before promote shows none."""
+    from uniret.stages import promote as promote_stage
+
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    for stage in ("evaluate", "gate"):
+        (ctx.artifacts / stage).mkdir(parents=True)
+        (ctx.artifacts / stage / "manifest.json").write_text("{}")
+    (ctx.artifacts / "evaluate" / "metrics.json").write_text(json.dumps(_metrics(0.7, 0.3)))
+    decision = {"passed": False, "candidate": "uni", "checks": [
+        {"name": "beats_baseline", "status": "fail", "reason": "0.50 below bm25"}]}
+    (ctx.artifacts / "gate" / "decision.json").write_text(json.dumps(decision))
+    (tmp_path / "registry").mkdir()
+    done = promote_stage.run(ctx)  # blocked: nothing promoted; no production, so nothing to refresh
+    assert done["outcome"] == "blocked" and done["refresh"]["status"] == "skipped"
+
+    out = report_stage.run(ctx)
+    line = next(x for x in (ctx.stage_dir("report") / "report.md").read_text().splitlines()
+                if x.startswith("- **tonight**"))
+    assert "blocked: gate blocked (beats_baseline: 0.50 below bm25)" in line
+    assert "corpus not refreshed: nothing is in production" in line and out["tonight"] in line
+
+    decision["checks"][0]["reason"] = "0.49 below bm25"  # the next night's decision; promote not run yet
+    (ctx.artifacts / "gate" / "decision.json").write_text(json.dumps(decision))
+    assert report_stage.run(ctx)["tonight"] is None
+    assert "**tonight**" not in (ctx.stage_dir("report") / "report.md").read_text()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from uniret.commands.outputs import output_argument
+
 
 def _bench(args: argparse.Namespace) -> int:
     if args.dag_stage:
@@ -30,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--artifacts", default=None, help="artifacts folder (default: $UNIRET_ARTIFACTS, then ./artifacts)")
     p.add_argument("--checkpoint", default=None,
                    help="torch checkpoint for the torch-vs-ONNX figures (default: the one named in the bundle manifest)")
-    p.add_argument("--out", default=None, help="output folder (default: bench.out_dir)")
+    output_argument(p, "--out", kind="folder", default=None, help="output folder (default: bench.out_dir)")
     p.add_argument("--skip", action="append", default=[], choices=["modes", "encoders", "sizes", "top_n", "http", "growth"],
                    help="leave a section out (repeatable); it is recorded as skipped")
     p.add_argument("--only", choices=["growth"], default=None,

@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+from uniret.commands.outputs import output_argument
+
 EXIT_PROMOTED, EXIT_ROLLED_BACK, EXIT_HELD, EXIT_WAITING = 0, 3, 4, 5
 
 
@@ -95,7 +97,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     common(q)
     q.set_defaults(func=_status)
     q = csub.add_parser("decide", help="apply the rule to the running canary: promote, roll back, or wait")
-    q.add_argument("--out", default="artifacts/canary", help="folder of decision.json and decision.md "
+    output_argument(q, "--out", kind="folder", default="artifacts/canary", help="folder of decision.json and decision.md "
                                                              "(default: artifacts/canary)")
     common(q)
     q.set_defaults(func=_decide)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from uniret.commands.outputs import output_argument
+
 FOLDER_FLAGS = ("datasets", "bundle", "checkpoint", "split", "out", "recipe")
 PRODUCTION = "production"
 DEFAULT_SPLIT = "test"
@@ -27,7 +29,7 @@ def extend_parser(p: argparse.ArgumentParser) -> None:
     g.add_argument("--recipe", default=None,
                    help="the checkpoint's recipe (default: its stage manifest, else params model.recipe)")
     g.add_argument("--split", default=None, help=f"qrels split to score (default: {DEFAULT_SPLIT})")
-    g.add_argument("--out", default=None, help=f"output folder (default: <artifacts>/{DEFAULT_OUT})")
+    output_argument(p, "--out", kind="replaced", group=g, default=None, help=f"output folder (default: <artifacts>/{DEFAULT_OUT})")
     p.set_defaults(func=run)
 
 
@@ -59,6 +61,25 @@ def resolve_bundle(params, value: str) -> Path:
     return verified_bundle(path, root, "not evaluated")
 
 
+def check_dataset_names(root: Path, names: list[str]) -> None:
+    """Each --datasets name is a folder directly under the data root holding a corpus.jsonl (no path:
+    `../scifact` or `/etc` would read outside it); DataError naming the first that is not."""
+    from uniret.core.errors import DataError, DataProblem
+
+    known = None
+    for name in names:
+        if Path(name).name != name or name in (".", ".."):
+            why = "a dataset is named by its folder under --data, not by a path"
+        elif not (root / name / "corpus.jsonl").is_file():
+            from uniret.evaluation.folder import find_datasets
+
+            known = find_datasets(root) if known is None else known
+            why = f"no {name}/corpus.jsonl under the data root; datasets there: {', '.join(known) or 'none'}"
+        else:
+            continue
+        raise DataError(DataProblem(root, None, "--datasets", f"{name!r}: {why}"))
+
+
 def run(args: argparse.Namespace) -> int:
     """The DAG stage, or the folder evaluation when a folder flag is given."""
     if not any(getattr(args, f) is not None for f in FOLDER_FLAGS):
@@ -78,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
         datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
     if not datasets:
         raise FileNotFoundError(f"{root}: no dataset folders (with a corpus.jsonl) to evaluate; pass --datasets")
+    check_dataset_names(root, datasets)  # at once: the checks after it import great-expectations (~20 s)
     request = FolderRequest(
         data_root=root, datasets=datasets, split=args.split or DEFAULT_SPLIT,
         out=Path(args.out) if args.out else ctx.artifacts / DEFAULT_OUT,

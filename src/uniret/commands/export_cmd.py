@@ -8,6 +8,8 @@ import argparse
 import json
 from pathlib import Path
 
+from uniret.commands.outputs import output_argument
+
 
 def _bundle_dir(args: argparse.Namespace, params) -> Path:
     """--bundle, else the registry's production bundle; verified against its checksums first (a
@@ -97,7 +99,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     o.add_argument("--profile", default=None, help="params profile")
     o.add_argument("--bundle", default=None, help="bundle folder (default: the registry's production bundle)")
     o.add_argument("--registry", default=None, help="registry root (default: params registry.root)")
-    o.add_argument("--out", required=True, help="output folder (replaced atomically; an existing one only when an earlier export wrote it)")
+    output_argument(o, "--out", kind="replaced", required=True, help="output folder (replaced atomically; an existing one only when an earlier export wrote it)")
     o.add_argument("--previous-index", default=None,
                    help="index the alias points at now (alias_actions.json then removes it in the same request)")
     o.add_argument("--corpus", default=None,
@@ -125,7 +127,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--registry", default=None, help="registry root: its production bundle")
     q.add_argument("--data", default=None, help="data root with BEIR folders (default: $UNIRET_DATA, params)")
     q.add_argument("--artifacts", default=None, help="artifacts folder holding validate, bm25 and the encodings cache")
-    q.add_argument("--out", required=True, help="output folder for milvus_parity.json and milvus_parity.md")
+    output_argument(q, "--out", kind="folder", required=True, help="output folder for milvus_parity.json and milvus_parity.md")
     q.add_argument("--datasets", nargs="+", default=None, help="eval datasets to compare (default: data.eval_datasets)")
     q.add_argument("--max-queries", type=int, default=None, help="test queries per dataset (default: all)")
     q.add_argument("--latency-queries", type=int, default=200, help="queries timed per mode and engine (0: no timing)")

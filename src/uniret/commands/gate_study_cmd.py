@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from uniret.commands.outputs import output_argument
+
 DEFAULT_ROOT = "results/gate"
 
 
@@ -46,10 +48,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add.add_argument("--evaluated", default="artifacts/evaluate", help="an evaluate output (default: artifacts/evaluate)")
     add.add_argument("--system", default="hybrid_fast", help="its system there (default: hybrid_fast)")
     add.add_argument("--metric", default="ndcg@10", help="the gate's metric (default: ndcg@10)")
-    add.add_argument("--root", default=DEFAULT_ROOT, help=f"the study folder (default: {DEFAULT_ROOT})")
+    output_argument(add, "--root", kind="folder", default=DEFAULT_ROOT, help=f"the study folder (default: {DEFAULT_ROOT})")
     add.set_defaults(func=_add)
     run = verbs.add_parser("run", help="gate every pair under both rules; write study.json and study.md")
-    run.add_argument("--root", default=DEFAULT_ROOT, help=f"the study folder (default: {DEFAULT_ROOT})")
+    output_argument(run, "--root", kind="folder", default=DEFAULT_ROOT, help=f"the study folder (default: {DEFAULT_ROOT})")
     run.add_argument("--params", default="params.yaml", help="the gate's settings (default: params.yaml)")
     run.add_argument("--profile", default=None, help="profile (default: $UNIRET_PROFILE, then params.yaml)")
     run.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples per paired test (default: 2000)")

@@ -8,6 +8,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from uniret.commands.outputs import output_argument
+
 
 def _run(args: argparse.Namespace) -> int:
     from uniret.config import load_params
@@ -49,7 +51,7 @@ def _report(args: argparse.Namespace) -> int:
     doc = build(arms, domain=root / args.dataset, gate=params.section("gate"))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    command = args.command or "uniret loop report " + " ".join(shlex.quote(a) for a in sys.argv[3:])
+    command = args.shown_command or "uniret loop report " + " ".join(shlex.quote(a) for a in sys.argv[3:])
     doc["command"] = command
     atomic_write_json(out / "loop.json", doc)
     atomic_write_text(out / "loop.md", markdown(doc, command))
@@ -67,7 +69,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     lsub = p.add_subparsers(dest="loop_command", required=True)
     r = lsub.add_parser("run", help="run one arm (resumes: nights already in <work>/loop.json are kept)")
     r.add_argument("--arm", required=True, choices=("debiased", "naive", "skyline"))
-    r.add_argument("--work", required=True, help="the arm's workspace (params, artifacts, registry, logs)")
+    output_argument(r, "--work", kind="folder", required=True, help="the arm's workspace (params, artifacts, registry, logs)")
     r.add_argument("--nights", type=int, default=5)
     r.add_argument("--until", type=int, default=None,
                    help="stop after this night (run arms night by night; --nights still dates the days)")
@@ -84,8 +86,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r.set_defaults(func=_run)
     w = lsub.add_parser("report", help="results/loop/: the arms night by night, intervals, propensities, plot")
     w.add_argument("--arm", action="append", required=True, help="NAME=WORK_DIR, once per arm")
-    w.add_argument("--out", default="results/loop")
-    w.add_argument("--command", default=None, help="the command line to print in the report")
+    output_argument(w, "--out", kind="folder", default="results/loop")
+    w.add_argument("--command", dest="shown_command", default=None, help="the command line to print in the report")
     w.add_argument("--dataset", default="nfcorpus", help="the traffic domain (its train qrels grade RandPair's cost)")
     w.add_argument("--params", default="params.yaml")
     w.add_argument("--data", default=None, help="data root (default: $UNIRET_DATA, params, ../shared/data)")

@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from uniret.commands.outputs import output_argument
+
 if TYPE_CHECKING:
     from uniret.config.params import Params
     from uniret.config.pipeline import PipelineConfig
@@ -160,7 +162,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     c = psub.add_parser("compile", help="compile the pipeline to YAML (pipelines/retrain.yaml)")
     _add_common(c)
-    c.add_argument("--output", default=None, help="YAML path (default: pipelines/retrain.yaml)")
+    output_argument(c, "--output", kind="replaced", default=None, help="YAML path (default: pipelines/retrain.yaml)")
     c.set_defaults(func=_compile, profile=None)
 
     i = psub.add_parser("image", help="print an image tag from params pipeline: (used by `make image`)")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from uniret.commands.outputs import output_argument
+
 DEFAULT_EVALUATED = "artifacts/evaluate"
 
 
@@ -53,5 +55,5 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--metric", default="ndcg@10", help="a metric of the per-query files (default: ndcg@10)")
     p.add_argument("--resamples", type=int, default=10000, help="bootstrap resamples (default: 10000)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=None, help="also write the figures as JSON here (an existing file only when uniret wrote it)")
+    output_argument(p, "--out", kind="replaced", default=None, help="also write the figures as JSON here (an existing file only when uniret wrote it)")
     p.set_defaults(func=_run)

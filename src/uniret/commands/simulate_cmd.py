@@ -6,6 +6,8 @@ import argparse
 import json
 from urllib.parse import urlsplit
 
+from uniret.commands.outputs import output_argument
+
 
 def _simulate(args: argparse.Namespace) -> int:
     import dataclasses
@@ -49,5 +51,5 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dataset", default=None, help="labelled folder under the data root (default: simulate.dataset)")
     p.add_argument("--sessions", type=int, default=None, help="sessions to send (default: simulate.sessions)")
     p.add_argument("--seed", type=int, default=None, help="seed of the query stream and the clicks (default: simulate.seed)")
-    p.add_argument("--out", default=None, help="also write the summary JSON here")
+    output_argument(p, "--out", kind="replaced", default=None, help="also write the summary JSON here")
     p.set_defaults(func=_simulate)

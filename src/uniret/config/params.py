@@ -14,6 +14,7 @@ from uniret.config.loader import (
     ConfigError,
     build,
     check_base_types,
+    merge_overrides,
     read_params_file,
     resolve_section,
 )
@@ -107,6 +108,37 @@ class Params:
         raw["model"] = {**(raw.get("model") or {}), "recipe": recipe}
         return Params(raw=raw, profile=self.profile, path=self.path)
 
+    def with_overrides(self, section: str, values: dict[str, Any]) -> Params:
+        """A copy whose `section` resolves with `values` on top (the file is untouched).
+
+        The values are merged into the active profile's entry, so they beat the profile's own
+        overrides too (a tiny-profile gate floor must not mask a threshold given for this run).
+        """
+        if not values:
+            return self
+        raw = dict(self.raw)
+        body = dict(raw.get(section) or {})
+        profiles = dict(body.get(PROFILE_KEY) or {})
+        profiles[self.profile] = merge_overrides(profiles.get(self.profile) or {}, values)
+        body[PROFILE_KEY] = profiles
+        raw[section] = body
+        return Params(raw=raw, profile=self.profile, path=self.path)
+
+    def check_types(self) -> None:
+        """Keys and types of every known section present, with the active profile applied (no
+        `validate()`, and a missing required key is left to the section's reader: a file written for
+        one stage may hold only what that stage reads)."""
+        for name in SECTIONS:
+            if name not in self.raw or name in self._cache:
+                continue
+            where = f"{self.path or 'params'}: {name}"
+            try:
+                values = resolve_section(self.raw.get(name) or {}, self.profile, where, section_class(name))
+                build(section_class(name), values, where, checks=False)
+            except ConfigError as exc:
+                if "missing required key" not in str(exc):
+                    raise ConfigError(name_recipe_file(str(exc), self.raw.get(ATTACHED_KEY))) from exc
+
     def settings(self) -> dict[str, Any]:
         """Every section present, typed and resolved, as plain mappings (`uniret params show`)."""
         return {name: dataclasses.asdict(self.section(name)) for name in SECTIONS if name in self.raw}
@@ -146,7 +178,8 @@ def load_params(path: str | os.PathLike | None = None, profile: str | None = Non
     profile comes from the argument, $UNIRET_PROFILE, then the file.
 
     The profile must be one the file or a recipe knows (a typo such as `tyni` would otherwise run
-    the base settings on the full data).
+    the base settings on the full data). The keys and types of every section present are checked
+    (ConfigError names the key); a section's completeness and `validate()` when it is read.
     """
     path = Path(path or DEFAULT_PARAMS)
     raw = read_params_file(path)
@@ -158,4 +191,8 @@ def load_params(path: str | os.PathLike | None = None, profile: str | None = Non
     known = known_profiles(raw)
     if chosen not in known:
         raise ConfigError(f"{path}: unknown profile {excerpt(chosen)}; known profiles: {', '.join(known)}")
-    return Params(raw=raw, profile=chosen, path=path)
+    params = Params(raw=raw, profile=chosen, path=path)
+    # the types of every section, not just of those this command reads: a value `uniret params check`
+    # refuses is refused by every command (a BM25-only evaluate once took `retrieval.k: "5"`)
+    params.check_types()
+    return params

@@ -51,6 +51,9 @@ class PipelineConfig:
     # and the ConfigMap's UNIRET_SERVE_URL (registry.serve_url_env), each only when the cluster has it
     admin_token_secret_key: str = "admin-token"
     config_map: str = "uniret-config"
+    # the webhook of the night's outcome (params notify): this key of the same Secret as $UNIRET_NOTIFY_URL
+    # (notify.url_env), for the promote task and the run's exit handler, only when the cluster has it
+    notify_secret_key: str = "notify-url"
     # a task waits this long for the nightly lock (nightly.lock_file on the volume), held by another
     # task (report and promote run at once) or a `uniret nightly` of the CronJob, then fails
     lock_wait_s: float = 1800.0
@@ -72,7 +75,7 @@ class PipelineConfig:
 
     def validate(self) -> None:
         for name in ("image", "serving_image", "pvc", "mount_path", "wandb_secret", "wandb_secret_key", "name",
-                     "admin_token_secret_key", "config_map"):
+                     "admin_token_secret_key", "config_map", "notify_secret_key"):
             if not getattr(self, name).strip():
                 raise ValueError(f"{name} must not be empty")
         if not self.mount_path.startswith("/"):

@@ -1,7 +1,7 @@
 """The stage names of the retraining DAG, in order: what config, the CLI, dvc and Kubeflow agree on."""
 
-# DAG order -> one-line description (the CLI's help). `report` runs beside gate (after evaluate);
-# bench measures the candidate bundle for the gate.
+# DAG order -> one-line description (the CLI's help). promote acts on every gate decision, report
+# shows what it did; bench measures the candidate bundle for the gate.
 STAGE_HELP = {
     "validate": "great-expectations checks (and drift) on every dataset in use; writes validated snapshots",
     "feedback": "UBI serving logs -> validated clicks (rejects with reasons), position propensities, "
@@ -17,8 +17,9 @@ STAGE_HELP = {
     "evaluate": "BEIR-style evaluation (nDCG@10, MRR@10, R@100, R@1000, MAP) of every mode",
     "gate": "candidate vs production vs BM25 against params.yaml thresholds (production re-scored on "
             "this run's data when its stored scores come from other data)",
-    "promote": "publish the bundle and flip the production pointer (only when the gate passed); "
-               "registry.keep_history prunes older bundles",
+    "promote": "publish the bundle and flip the production pointer when the gate passed and promotion "
+               "is not held (paused, rolled-back content); otherwise refresh production's corpus "
+               "(nightly.refresh_corpus); registry.keep_history prunes older bundles",
     "report": "W&B run (offline by default) and a local regression report with plots",
 }
 STAGES = list(STAGE_HELP)

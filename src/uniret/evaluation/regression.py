@@ -155,11 +155,13 @@ def render(
     production_intervals: list[str] | None = None,
     production_note: str | None = None,
     paused: str | None = None,
+    tonight: str | None = None,
 ) -> str:
     """The whole report.md; `intervals` / `production_intervals`: markdown lines of the candidate vs
     the baseline / vs production with bootstrap intervals (uniret.evaluation.compare_systems), shown
     under the per-dataset table; `production_note`: where production's scores came from; `paused`:
-    why promotion is paused (a line under the gate's), None when it is not."""
+    why promotion is paused (a line under the gate's), None when it is not; `tonight`: what the promote
+stage did with this decision (promoted, held, the corpus refresh), None when it has not run for it."""
     lines = [
         "# uniret regression report",
         "",
@@ -171,6 +173,7 @@ def render(
         "",
         *gate_lines(decision, decision_absent),
         *([f"- **paused**: {paused}"] if paused else []),
+        *([f"- **tonight**: {tonight}"] if tonight else []),
         "",
         *newest_traffic_lines(metrics.get("newest_traffic")),
         f"## {cmp.metric} per dataset",

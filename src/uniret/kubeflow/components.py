@@ -64,10 +64,9 @@ def gate(
 ) -> bool:
     """Run uniret.stages.gate; returns `passed` (decision.json) and shows decision.md as `decision`.
 
-    The return value is the task's single output parameter (named `Output` by kfp): kfp.local
-    2.17 resolves a `dsl.If` condition only on outputs with that name, so a named `passed`
-    output would silently skip promote in local runs. `gate_overrides` is a JSON object merged
-    over params `gate:` (e.g. '{"min_score": 0.3}').
+    The return value is the task's single output parameter (named `Output` by kfp), shown in the
+    run's UI; promote runs either way and reads decision.json itself (uniret.stages.promote).
+    `gate_overrides` is a JSON object merged over params `gate:` (e.g. '{"min_score": 0.3}').
     """
     from uniret.kubeflow.task import TaskRequest, publish_gate, run_component
 
@@ -88,6 +87,14 @@ def report(
 
     ctx = run_component(TaskRequest("report", workdir, profile, recipe, data_version), manifest, upstream)
     publish_report(ctx, summary, figures)
+
+
+def night_end(workdir: str, profile: str, status: dsl.PipelineTaskFinalStatus):
+    """The run's exit handler: a run that did not succeed is recorded and sent as a failed night (the
+    promote task records every night that reaches it), so a Kubeflow night that fails is never silent."""
+    from uniret.kubeflow.task import record_run_end
+
+    record_run_end(workdir, profile, status.state, status.error_message, status.pipeline_job_resource_name)
 
 
 # The stages with UI outputs of their own; the function name is the stage (and component) name.
@@ -117,3 +124,8 @@ def load_components(image: str, stages: Sequence[str] = tuple(STAGES)) -> dict[s
     generic = dsl.component(stage_task, **make)
     return {stage: dsl.component(PUBLISHERS[stage], **make) if stage in PUBLISHERS
             else generic_component(stage, generic) for stage in stages}
+
+
+def exit_component(image: str) -> PythonComponent:
+    """The run's exit handler (`night_end`) on `image`."""
+    return dsl.component(night_end, base_image=image, install_kfp_package=False)

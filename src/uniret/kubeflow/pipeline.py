@@ -1,8 +1,11 @@
 """The retraining DAG as a Kubeflow pipeline (pipelines/retrain.py compiles it to retrain.yaml).
 
 validate -> feedback -> bm25 -> warmup -> mine -> reranker -> continual -> distill -> index -> bench
--> evaluate -> gate -> dsl.If(passed) -> promote, with report after evaluate (and after gate, whose
-decision it reads): the chain is uniret.stages.STAGES in order. Any ordered subset of the
+-> evaluate -> gate -> promote -> report: the chain is uniret.stages.STAGES in order. promote runs
+whatever the gate decided, as in `uniret nightly` (uniret.stages.promote): it promotes a passed
+candidate, holds it while promotion is paused or its content was rolled back, and on a blocked or
+paused night refreshes production's corpus, so served documents are never older than a night; the
+report then shows tonight's decision and what promote did. Any ordered subset of the
 stages can be assembled (e.g. validate -> bm25 -> evaluate), so a prefix of the DAG runs alone.
 Stages share outputs through the workdir; each task also passes its manifest artifact to the
 next, which orders the DAG and gives the Kubeflow UI its lineage.
@@ -16,11 +19,11 @@ from kfp import dsl
 
 from uniret.config.loader import ConfigError
 from uniret.config.pipeline import PipelineConfig
-from uniret.kubeflow.components import PUBLISHERS, load_components
-from uniret.kubeflow.settings import configure_task
+from uniret.kubeflow.components import PUBLISHERS, exit_component, load_components
+from uniret.kubeflow.settings import EXIT_TASK, configure_task
 from uniret.stages import STAGES
 
-BRANCHES = ("promote", "report")  # stages off the main chain
+BRANCHES = ("promote", "report")  # stages after the gate, in this order
 
 
 def plan_stages(stages: Sequence[str] | None = None) -> list[str]:
@@ -30,7 +33,7 @@ def plan_stages(stages: Sequence[str] | None = None) -> list[str]:
     if unknown:
         raise ConfigError(f"pipeline stages: unknown {', '.join(unknown)}; known: {', '.join(STAGES)}")
     if "promote" in chosen and "gate" not in chosen:
-        raise ConfigError("pipeline stages: promote needs gate (it runs only when the gate passed)")
+        raise ConfigError("pipeline stages: promote needs gate (it acts on the gate's decision)")
     return [s for s in STAGES if s in chosen]
 
 
@@ -45,15 +48,8 @@ def build_pipeline(config: PipelineConfig, stages: Sequence[str] | None = None) 
             kwargs["stage"] = stage  # the generic component runs the stage it is told
         return configure_task(components[stage](**kwargs), stage, cfg)
 
-    @dsl.pipeline(name=cfg.name, description=cfg.description)
-    def retrain(
-        recipe: str = "",  # "": params.yaml model.recipe
-        profile: str = cfg.profile,
-        data_version: str = "",
-        gate_overrides: str = "{}",
-        workdir: str = cfg.mount_path,
-    ):
-        common = {"workdir": workdir, "profile": profile, "recipe": recipe, "data_version": data_version}
+    def assemble(common: dict[str, Any], gate_overrides: Any) -> None:
+        """The stage tasks in DAG order, each after the one before (report after promote)."""
         tasks: dict[str, dsl.PipelineTask] = {}
         previous = None
         for stage in (s for s in plan if s not in BRANCHES):
@@ -63,15 +59,28 @@ def build_pipeline(config: PipelineConfig, stages: Sequence[str] | None = None) 
             if previous is not None:
                 kwargs["upstream"] = previous.outputs["manifest"]
             previous = tasks[stage] = task(stage, **kwargs)
+        if "promote" in plan:  # no dsl.If: a blocked or held night refreshes the corpus (module doc)
+            tasks["promote"] = task("promote", **common, upstream=tasks["gate"].outputs["manifest"])
         if "report" in plan:
-            # after gate when it runs (the report reads its decision from the shared workdir),
-            # else after evaluate; never inside the If: a blocked candidate is reported too
-            after = tasks.get("gate") or tasks.get("evaluate") or previous
+            # after promote (the report shows what it did), else gate (its decision), else evaluate
+            after = tasks.get("promote") or tasks.get("gate") or tasks.get("evaluate") or previous
             upstream = {"upstream": after.outputs["manifest"]} if after is not None else {}
             task("report", **common, **upstream)
-        if "promote" in plan:
-            gate = tasks["gate"]
-            with dsl.If(gate.outputs["Output"] == True, name="gate-passed"):  # noqa: E712 - a CEL condition
-                task("promote", **common, upstream=gate.outputs["manifest"])
+
+    @dsl.pipeline(name=cfg.name, description=cfg.description)
+    def retrain(
+        recipe: str = "",  # "": params.yaml model.recipe
+        profile: str = cfg.profile,
+        data_version: str = "",
+        gate_overrides: str = "{}",
+        workdir: str = cfg.mount_path,
+    ):
+        common = {"workdir": workdir, "profile": profile, "recipe": recipe, "data_version": data_version}
+        if "promote" not in plan:  # a prefix is not a night: nothing to record when it ends
+            assemble(common, gate_overrides)
+            return
+        end = configure_task(exit_component(cfg.image)(workdir=workdir, profile=profile), EXIT_TASK, cfg)
+        with dsl.ExitHandler(end, name="night"):  # a failed night is recorded and sent (night_end)
+            assemble(common, gate_overrides)
 
     return retrain

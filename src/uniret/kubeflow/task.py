@@ -6,6 +6,10 @@ registry resolve next to it, so they land on the volume too) and optionally `dat
 folder per data version. Components pass only small values; the stage function reads and
 writes the workdir exactly as `uniret <stage>` does.
 
+The promote task also records the night's outcome in the registry's nightly.json and sends it to
+the webhook (params `notify`), as `uniret nightly` does: a blocked Kubeflow night is visible to
+monitoring and on-call, not a green run that tells no one.
+
 Every task runs its stage under the nightly lock (params `nightly.lock_file`, on the volume), the
 lock `uniret nightly` holds for a whole run: a CronJob nightly and a Kubeflow task never write the
 workdir at once. A task that finds the lock held waits up to `pipeline.lock_wait_s`, then fails
@@ -27,8 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from uniret.config.loader import PROFILE_KEY, ConfigError, merge_overrides
-from uniret.config.params import Params
+from uniret.config.loader import ConfigError
 from uniret.config.paths import resolve_path
 from uniret.config.recipe_files import RECIPES_DIR
 from uniret.core.errors import DataError, DataProblem, StageFailed
@@ -114,33 +117,16 @@ def parse_overrides(text: str, name: str) -> dict[str, Any]:
     return value
 
 
-def with_overrides(params: Params, section: str, values: dict[str, Any]) -> Params:
-    """A copy of `params` whose `section` resolves with `values` on top (the file is untouched).
-
-    The values are merged into the active profile's entry, so they beat the profile's own
-    overrides too (a tiny-profile gate floor must not mask a threshold given for this run).
-    """
-    if not values:
-        return params
-    raw = dict(params.raw)
-    body = dict(raw.get(section) or {})
-    profiles = dict(body.get(PROFILE_KEY) or {})
-    profiles[params.profile] = merge_overrides(profiles.get(params.profile) or {}, values)
-    body[PROFILE_KEY] = profiles
-    raw[section] = body
-    return Params(raw=raw, profile=params.profile, path=params.path)
-
-
 def task_context(req: TaskRequest) -> StageContext:
     """The StageContext of one pipeline task, with the run's overrides applied."""
     workdir = Path(req.workdir).resolve()
     params_path = workdir_params(workdir)
     ctx = make_context(params_path, req.profile or None, data_root(workdir, req.data_version),
                        workdir / WORKDIR_ARTIFACTS)
-    ctx.params = with_overrides(ctx.params, "gate", parse_overrides(req.gate_overrides, "gate_overrides"))
+    ctx.params = ctx.params.with_overrides("gate", parse_overrides(req.gate_overrides, "gate_overrides"))
     ctx.params.section("gate")  # a bad override fails here, naming the key, before any work
     if req.recipe:
-        ctx.params = with_overrides(ctx.params, RECIPE_SECTION, {"recipe": req.recipe})
+        ctx.params = ctx.params.with_overrides(RECIPE_SECTION, {"recipe": req.recipe})
         ctx.params.section(RECIPE_SECTION)  # an unknown recipe fails here too
     return ctx
 
@@ -217,7 +203,32 @@ def run_component(req: TaskRequest, manifest_artifact: Any, upstream: Any = None
     check_upstream(req.stage, upstream)
     ctx, manifest = run_task(req)
     publish_manifest(req, ctx, manifest, manifest_artifact)
+    if req.stage == "promote":  # the night's outcome, as `uniret nightly` records and sends it
+        from uniret.ops.nightly import promote_outcome, publish_outcome
+
+        publish_outcome(ctx.params, promote_outcome(manifest["metrics"]))
+    error = (manifest.get("metrics") or {}).get("error")
+    if error:  # the stage recorded its outputs, then a failure the run must show (a failed corpus refresh)
+        raise StageFailed(f"task {req.stage}: {error} (see {ctx.stage_dir(req.stage)})")
     return ctx
+
+
+def record_run_end(workdir: str, profile: str, state: str, error: str | None, job: str | None) -> bool:
+    """The exit handler's work: a run whose final state is not SUCCEEDED is a failed night, recorded in
+    the registry's nightly.json and sent to the webhook as `uniret nightly` does (exit 1); a run that
+    succeeded was recorded by its promote task. Returns whether a failed night was recorded."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if state == "SUCCEEDED":
+        log.info("run %s succeeded: its promote task recorded the night", job or "?")
+        return False
+    from uniret.config import load_params
+    from uniret.ops.nightly import EXIT_FAILED, NightlyOutcome, publish_outcome
+
+    params = load_params(workdir_params(Path(workdir).resolve()), profile or None)
+    lines = (error or "").strip().splitlines()
+    why = lines[-1][:300] if lines else "no error message"
+    publish_outcome(params, NightlyOutcome(EXIT_FAILED, f"failed: Kubeflow run {job or '?'} ended {state}: {why}"))
+    return True
 
 
 def publish_evaluation(ctx: StageContext, metrics: Any, markdown: Any) -> int:

@@ -4,18 +4,17 @@ Exit codes (also in `uniret nightly --help`): 0 promoted (or the candidate alrea
 production), 3 blocked (by the gate, or because a rollback rejected the candidate's content),
 4 promotion paused, 1 failed, 75 another nightly run holds the lock.
 
-A blocked or paused night refreshes production's corpus (params nightly.refresh_corpus,
-uniret.stages.corpus_refresh): today's documents indexed with production's own model, checked and
-promoted; the exit code stays 3 or 4 and the summary says what the refresh did.
-
-Before promoting, the run reads the registry's control state (uniret.registry.control): while
-promotion is paused (`uniret registry pause`, or params `nightly.promote: false`) every stage, the
-gate and the report still run and nothing is promoted; a candidate whose content a rollback
-rejected is not promoted again and the summary names that rollback and its time.
+After the gate, the promote stage (uniret.stages.promote, the same step the Kubeflow pipeline runs)
+decides: promote; hold while promotion is paused (`uniret registry pause`, or params
+`nightly.promote: false`: every stage, the gate and the report still run) or when a rollback rejected
+the candidate's content (the summary names that rollback and its time); and on a blocked or paused
+night refresh production's corpus (params nightly.refresh_corpus, uniret.stages.corpus_refresh): the
+exit code stays 3 or 4 and the summary says what the refresh did.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import shlex
@@ -26,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from uniret.config.nightly import NightlyConfig
+from uniret.config.params import Params
 from uniret.config.paths import params_dir, resolve_path
 from uniret.core.errors import StageFailed
-from uniret.core.jsonio import read_json
 from uniret.ops.nightly_codes import (  # noqa: F401 - the CLI's codes
     EXIT_BLOCKED,
     EXIT_FAILED,
@@ -38,18 +37,16 @@ from uniret.ops.nightly_codes import (  # noqa: F401 - the CLI's codes
 )
 from uniret.ops.nightly_metrics import record_outcome
 from uniret.ops.nightly_notify import notify_outcome
-from uniret.registry.configured import registry_root
-from uniret.registry.control import read_control
-from uniret.registry.pointer import read_pointer
 from uniret.runtime import ARTIFACTS_ENV, StageContext
 from uniret.stages import run_stage
-from uniret.stages.gate import DECISION_JSON, INDEX_BUNDLE
-from uniret.stages.promote import blocked_summary
-from uniret.utils.files import hash_path
 from uniret.utils.locks import HeldLock, LockHeld, file_lock
 from uniret.utils.parent_watch import NIGHTLY_PID_ENV, die_with_parent
 
 log = logging.getLogger("uniret.ops")
+
+# the promote stage's outcome (uniret.stages.promote) -> the nightly's exit code
+OUTCOME_CODES = {"promoted": EXIT_PROMOTED, "unchanged": EXIT_PROMOTED, "canary": EXIT_PROMOTED,
+                 "blocked": EXIT_BLOCKED, "rejected": EXIT_BLOCKED, "paused": EXIT_PAUSED}
 
 DVC_ARTIFACTS = "artifacts"  # where dvc.yaml puts every stage's outs, relative to the project
 
@@ -135,22 +132,11 @@ def _steps(ctx: StageContext, cfg: NightlyConfig, supervisor: Supervisor) -> Nig
     # which changes outside DVC (promotions, rollbacks), so a cached decision could be stale.
     run_stage("gate", ctx)
     out.steps.append("gate: decided")
-    decision = read_json(ctx.stage_dir("gate") / DECISION_JSON)
-    passed = decision.get("passed") is True
-    gate_says = "gate passed" if passed else blocked_summary(decision).removeprefix("skipped: ")
-    held = promotion_held(ctx, cfg, passed)
-    if held is not None:
-        out.code, out.summary = held[0], f"{held[1]}; {gate_says}" if held[0] == EXIT_PAUSED else held[1]
-        out.steps.append("promote: not run")
-    elif passed:
-        result = run_stage("promote", ctx)
-        out.steps.append(f"promote: {result.get('status')} {result.get('version', '')}".rstrip())
-        # canary.enabled: the candidate went to a canary (or waits for the running one), not to production
-        out.code, out.summary = EXIT_PROMOTED, result["status"] if result.get("canary") else "promoted"
-    else:
-        out.code, out.summary = EXIT_BLOCKED, f"blocked: {gate_says}"
-    if out.code in (EXIT_BLOCKED, EXIT_PAUSED):
-        _refresh_corpus(ctx, cfg, out)
+    ctx = _with_settings(ctx, cfg)
+    # promote, hold, or refresh the corpus: the promote stage decides, as it does in the Kubeflow pipeline
+    night = promote_outcome(run_stage("promote", ctx))
+    out.code, out.summary, out.refresh = night.code, night.summary, night.refresh
+    out.steps += night.steps
     if cfg.report:
         try:
             run_stage("report", ctx)
@@ -162,43 +148,29 @@ def _steps(ctx: StageContext, cfg: NightlyConfig, supervisor: Supervisor) -> Nig
     return out
 
 
-def _refresh_corpus(ctx: StageContext, cfg: NightlyConfig, out: NightlyOutcome) -> None:
-    """No new model tonight: today's corpus with production's model (uniret.stages.corpus_refresh), so
-    served documents are never older than a night. The exit code stays blocked/paused (the model was
-    not promoted); a refresh that fails makes the night failed: documents go stale until it is fixed."""
-    from uniret.stages.corpus_refresh import refresh_corpus
-
-    setting = cfg.refresh_corpus if cfg.promote else "off"  # nightly.promote: false promotes nothing at all
-    try:
-        result = refresh_corpus(ctx, setting, paused=out.code == EXIT_PAUSED)
-    except Exception as exc:  # noqa: BLE001 - the gate's decision stands; the night is reported failed
-        log.exception("nightly: corpus refresh failed")
-        out.steps.append(f"corpus refresh: failed: {exc}")
-        out.refresh = {"status": "failed", "summary": f"corpus refresh failed: {exc}"}
-        out.code, out.summary = EXIT_FAILED, f"{out.summary}; corpus refresh failed: {exc}"
-        return
-    out.refresh = result.to_dict()
-    out.steps.append(f"corpus refresh: {result.status} {result.version or ''}".rstrip())
-    out.summary = f"{out.summary}; {result.summary}"
+def promote_outcome(result: dict) -> NightlyOutcome:
+    """The night's outcome from the promote stage's metrics (uniret.stages.promote): its code, its summary
+    with what the corpus refresh did, and exit 1 when the refresh failed."""
+    out = NightlyOutcome(OUTCOME_CODES[result["outcome"]], result["summary"])
+    out.steps.append(f"promote: {result['outcome']} {result.get('version') or ''}".rstrip())
+    if result.get("refresh") is not None:
+        out.refresh = result["refresh"]
+        out.steps.append(f"corpus refresh: {out.refresh['status']} {out.refresh.get('version') or ''}".rstrip())
+        if result.get("error"):
+            out.code, out.summary = EXIT_FAILED, f"{out.summary}; {result['error']}"
+        else:
+            out.summary = f"{out.summary}; {out.refresh['summary']}"
+    return out
 
 
-def promotion_held(ctx: StageContext, cfg: NightlyConfig, passed: bool) -> tuple[int, str] | None:
-    """(exit code, summary) when this run must not promote though the DAG ran: promotion paused
-    (registry control or params nightly.promote: false; whatever the gate decided), or a passed
-    candidate whose content a rollback rejected. None: promote when the gate passed."""
-    root = registry_root(ctx.params)
-    control = read_control(root)  # a damaged control.json fails the run: never promote on a guess
-    pointer = read_pointer(root)
-    stays = f"production stays {pointer['version']}" if pointer else "nothing is in production"
-    if not cfg.promote:
-        return EXIT_PAUSED, f"paused: params nightly.promote is false; {stays}"
-    if control.paused:
-        return EXIT_PAUSED, f"paused: {control.pause_text()}; {stays}"
-    if passed and control.rejected:
-        refusal = control.refusal(hash_path(ctx.require("index") / INDEX_BUNDLE))
-        if refusal is not None:
-            return EXIT_BLOCKED, f"blocked: the candidate is not promoted again: {refusal}; {stays}"
-    return None
+def _with_settings(ctx: StageContext, cfg: NightlyConfig) -> StageContext:
+    """The context the promote and report stages read, with this run's nightly settings (a caller may
+    pass a NightlyConfig that differs from params) in its params."""
+    given = {"promote": cfg.promote, "refresh_corpus": cfg.refresh_corpus}
+    params = ctx.params.section("nightly")
+    if all(getattr(params, k) == v for k, v in given.items()):
+        return ctx
+    return dataclasses.replace(ctx, params=ctx.params.with_overrides("nightly", given))
 
 
 def run_nightly(ctx: StageContext, cfg: NightlyConfig, lock_file: str | None = None) -> NightlyOutcome:
@@ -218,15 +190,16 @@ def run_nightly(ctx: StageContext, cfg: NightlyConfig, lock_file: str | None = N
     except LockHeld as exc:
         return NightlyOutcome(EXIT_LOCKED, f"another nightly run is in progress: {exc}")
     log.info("nightly: %s (exit %d)", outcome.summary, outcome.code)
-    _publish_outcome(ctx, outcome)
+    publish_outcome(ctx.params, outcome)
     return outcome
 
 
-def _publish_outcome(ctx: StageContext, outcome: NightlyOutcome) -> None:
+def publish_outcome(params: Params, outcome: NightlyOutcome) -> None:
     """The outcome into the registry's nightly.json (serving exports it to Prometheus) and to the
-    webhook (params `notify`); neither can change the run's exit code (docs/monitoring.md)."""
+    webhook (params `notify`); neither can change the run's exit code (docs/monitoring.md). `uniret
+    nightly` and the Kubeflow pipeline's promote task call it once per night."""
     for what, publish in (("record", record_outcome), ("notify", notify_outcome)):
         try:
-            publish(ctx.params, outcome)
+            publish(params, outcome)
         except Exception:  # noqa: BLE001 - the decision stands whatever the registry or receiver does
             log.exception("nightly: could not %s the outcome", what)

@@ -7,6 +7,7 @@ extra file, or without the list, fails verification and is never served.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,8 @@ def read_checksums(bundle: Path) -> dict[str, str]:
         raise IntegrityError(f"{bundle.name}: no checksums recorded ({SUMS} missing): not a verified bundle") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise IntegrityError(f"{bundle.name}: {SUMS} unreadable: {type(exc).__name__}") from exc
+    if text and not text.endswith("\n"):  # write_checksums ends every line: the file was cut short
+        raise IntegrityError(f"{bundle.name}: {SUMS} truncated (its last line has no end): not a verified bundle")
     sums: dict[str, str] = {}
     for lineno, line in enumerate(text.splitlines(), 1):
         digest, sep, rel = line.partition("  ")
@@ -68,10 +71,29 @@ def verify_bundle(bundle: str | Path) -> int:
     extra = sorted(present - set(sums))
     changed = sorted(rel for rel in set(sums) & present if sha256_file(bundle / rel) != sums[rel])
     problems = [f"{what}: {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}"
-                for what, names in (("missing", missing), ("changed", changed), ("not recorded", extra)) if names]
+                for what, names in (("missing", missing), ("changed", changed),
+                                       (f"not recorded in {SUMS} (a file added, or {SUMS} cut short)", extra))
+                if names]
     if problems:
         raise IntegrityError(f"{bundle.name}: failed verification ({'; '.join(problems)})")
     return len(sums)
+
+
+def verify_published(bundle: str | Path) -> int:
+    """`verify_bundle`, and for a bundle published in a registry its manifest's version must be its
+    folder's name: a bundle copied under another version (or its manifest edited) would otherwise pass
+    and serve under the wrong name (/readyz reports the manifest's version)."""
+    bundle = Path(bundle)
+    files = verify_bundle(bundle)
+    try:
+        manifest = json.loads((bundle / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return files  # a bundle without a readable manifest fails where it is loaded, with its reason
+    named = manifest.get("version") if isinstance(manifest, dict) else None
+    if named is not None and named != bundle.name:
+        raise IntegrityError(f"{bundle.name}: failed verification (its manifest.json names version {named!r}, "
+                             f"not its folder's {bundle.name!r}: copied or edited by hand)")
+    return files
 
 
 def entry_problem(entry: Any, status: Callable[[str], str | None]) -> str | None:
@@ -111,7 +133,7 @@ def require_sound_entries(root: str | Path, entries: Sequence[Any], action: str,
         if version in done:
             return "ok"
         try:
-            verify_bundle(path)
+            verify_published(path)
         except IntegrityError as exc:
             failed[version] = str(exc)
             return f"FAILED: {exc}"
@@ -133,7 +155,7 @@ def verified_bundle(bundle: str | Path, registry: str | Path | None, action: str
     in_registry = registry is not None and bundle.resolve().parent == (Path(registry) / "bundles").resolve()
     if (bundle / SUMS).is_file() or in_registry:
         try:
-            verify_bundle(bundle)
+            verify_published(bundle) if in_registry else verify_bundle(bundle)
         except IntegrityError as exc:
             raise IntegrityError(f"{bundle}: bundle {exc}; {action}") from exc
     return bundle

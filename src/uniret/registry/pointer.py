@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from uniret.registry.errors import RegistryError
-from uniret.registry.integrity import VERIFY_HINT, require_sound_entries, verify_bundle
+from uniret.registry.integrity import VERIFY_HINT, require_sound_entries, verify_published
 from uniret.registry.json_files import read_registry_json
 from uniret.registry.layout import BUNDLES, POINTER
 from uniret.utils.files import atomic_write_json
@@ -71,7 +71,7 @@ def point_to(root: str | Path, version: str, verified: frozenset[str] = frozense
     old = read_pointer(root)
     if old is not None:
         require_sound_entries(root, [old], f"make {version!r} production over it", PROMOTE_HINT, verified)
-    verify_bundle(root / bundle)  # production never names a bundle that fails its checksums
+    verify_published(root / bundle)  # production never names a bundle that fails its checksums
     history = ([_entry(old)] + old["history"]) if old else []
     new = {"version": version, "bundle": bundle, "promoted_at": now_iso(), **extra, "history": history}
     atomic_write_json(root / POINTER, new)

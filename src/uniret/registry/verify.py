@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from uniret.registry.errors import RegistryError
-from uniret.registry.integrity import IntegrityError, entry_problem, verify_bundle
+from uniret.registry.integrity import IntegrityError, entry_problem, verify_published
 from uniret.registry.pointer import BUNDLES, read_pointer
 
 
@@ -42,7 +42,7 @@ def verify_registry(root: str | Path) -> RegistryReport:
         if path.name.startswith(".") or not path.is_dir():
             continue
         try:
-            report.bundles[path.name] = f"ok ({verify_bundle(path)} files)"
+            report.bundles[path.name] = f"ok ({verify_published(path)} files)"
         except IntegrityError as exc:
             report.bundles[path.name] = f"FAILED: {exc}"
     try:

@@ -142,10 +142,12 @@ class BundleSource:
         """`loader` preceded by the check of the bundle's recorded checksums: always for a registry
         source, and for a served folder that has them (the index stage records them)."""
         def load(path: Path):
-            from uniret.registry.integrity import SUMS, verify_bundle
+            from uniret.registry.integrity import SUMS, verify_bundle, verify_published
 
-            if self.registry_root is not None or (Path(path) / SUMS).is_file():
-                verify_bundle(path)  # IntegrityError: the state reports it and keeps the old bundle
+            if self.registry_root is not None:
+                verify_published(path)  # IntegrityError: the state reports it and keeps the old bundle
+            elif (Path(path) / SUMS).is_file():
+                verify_bundle(path)
             return loader(path)
 
         return load

@@ -36,7 +36,7 @@ from uniret.registry.bundles import read_manifest
 from uniret.registry.configured import registry_root
 from uniret.registry.errors import RegistryError
 from uniret.registry.gate import production_ref, resolve_gate_config
-from uniret.registry.integrity import IntegrityError, verified_bundle, verify_bundle
+from uniret.registry.integrity import IntegrityError, verified_bundle, verify_published
 from uniret.runtime import VALIDATED_DATA, StageContext, stage_output
 
 log = logging.getLogger("uniret.evaluation")
@@ -115,7 +115,7 @@ def _production_traffic(ctx: StageContext, out: Path, day: HeldoutDay, candidate
         return {"status": "none", "reason": "no production bundle (cold start)"}
     info = {"version": prod.version, "system": prod.system}
     try:
-        verify_bundle(prod.bundle)
+        verify_published(prod.bundle)
     except IntegrityError as exc:
         return {**info, "status": "unavailable", "reason": f"production {prod.version} fails verification: {exc}"}
     ours, theirs = read_manifest(candidate_bundle).get("train_dataset"), read_manifest(prod.bundle).get("train_dataset")

@@ -34,7 +34,7 @@ from uniret.registry.gate import (
     production_ref,
     resolve_gate_config,
 )
-from uniret.registry.integrity import IntegrityError, verify_bundle
+from uniret.registry.integrity import IntegrityError, verify_published
 from uniret.registry.pointer import POINTER
 from uniret.registry.traffic_check import TrafficScores
 from uniret.runtime import StageContext, stage_output
@@ -127,7 +127,7 @@ def judged_production(ctx: StageContext, cfg: GateConfig,
         # bundle passes the verification serving applies; a damaged bundle is not re-scored either
         # (its index files may be what changed): the regression check fails and says why.
         try:
-            verify_bundle(stored.bundle)
+            verify_published(stored.bundle)
         except IntegrityError as exc:
             failure = (f"production {stored.version} fails verification, so its stored scores are not used "
                        f"and it is not re-scored: {exc} (`uniret registry verify` lists every problem)")

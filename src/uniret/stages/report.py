@@ -29,7 +29,7 @@ from uniret.registry.configured import registry_root
 from uniret.registry.control import read_control
 from uniret.registry.errors import RegistryError
 from uniret.registry.gate import resolve_gate_config
-from uniret.registry.integrity import verify_bundle
+from uniret.registry.integrity import verify_published
 from uniret.registry.pointer import BUNDLES, read_pointer
 from uniret.runtime import StageContext, stage_output, stage_seconds
 from uniret.stages import STAGES
@@ -41,7 +41,7 @@ from uniret.stages.gate import (
     PRODUCTION_METRICS_JSON,
 )
 from uniret.tracking.wandb_report import RunContent, log_run
-from uniret.utils.files import atomic_write_text
+from uniret.utils.files import atomic_write_text, hash_path
 
 log = logging.getLogger("uniret.report")
 
@@ -85,7 +85,7 @@ def production_view(ctx: StageContext, root: Path, decision: dict[str, Any] | No
             return None, "no production bundle in the registry"
         version = pointer["version"]
     try:
-        verify_bundle(root / BUNDLES / version)  # stored scores are shown only from a bundle that verifies
+        verify_published(root / BUNDLES / version)  # stored scores are shown only from a bundle that verifies
         manifest = read_manifest(root / BUNDLES / version)
     except RegistryError as exc:  # IntegrityError is a RegistryError
         return None, f"production bundle {version} unreadable: {exc}"
@@ -113,6 +113,27 @@ def paused_text(ctx: StageContext, root: Path) -> str | None:
     except (RegistryError, OSError) as exc:
         return f"unknown: {exc}"
     return control.pause_text() + "; this night's candidate is not promoted" if control.paused else None
+
+
+def tonight_text(ctx: StageContext, decision_path: Path) -> str | None:
+    """What the promote stage did with this gate decision (its promotion.json, when it records this
+    decision's sha256: an earlier night's file is never shown), with the corpus refresh; None: not run."""
+    from uniret.stages.promote import RESULT_JSON
+
+    path = ctx.stage_dir("promote") / RESULT_JSON
+    if not path.is_file() or not decision_path.is_file():
+        return None
+    try:
+        done = read_json(path)
+    except (OSError, ValueError) as exc:
+        return f"unknown: {path}: {exc}"
+    if done.get("decision_sha256") != hash_path(decision_path):
+        return None
+    text = str(done.get("summary") or done.get("status") or done.get("outcome"))
+    if done.get("version") and done.get("outcome") in ("promoted", "canary"):
+        text += f" ({done['version']})"
+    refresh = done.get("refresh")
+    return f"{text}; {refresh['summary']}" if isinstance(refresh, dict) and refresh.get("summary") else text
 
 
 def training_figures(logs: dict[str, Columns], out: Path, dpi: int) -> tuple[dict[str, str], list[str]]:
@@ -191,6 +212,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
     root = registry_root(ctx.params)
     view, absent = production_view(ctx, root, decision, rescored)
     paused = paused_text(ctx, root)
+    tonight = tonight_text(ctx, ctx.stage_dir("gate") / DECISION_JSON)
     production = None if view is None else (view.version, view.metrics, view.system)
     cmp = compare(metrics, metric=gate.metric, candidate=gate.candidate_system, baseline=gate.baseline_system,
                   production=production, macro_key=gate.macro_key)
@@ -217,7 +239,8 @@ def run(ctx: StageContext) -> dict[str, Any]:
         images = {Path(name).stem: out / name for name in figures.values()}
         seconds = stage_seconds(ctx, STAGES[: STAGES.index("report")])  # the stages before the report
         extra = {"stage_seconds": seconds, "intervals": vs_baseline, "production_intervals": vs_production,
-                 "production_note": None if view is None else view.note, "paused": paused}
+                 "production_note": None if view is None else view.note, "paused": paused,
+                 "tonight": tonight}
         draft = render(cmp, metrics, profile=ctx.profile, decision=decision, decision_absent=decision_absent,
                        figures=figures, notes=notes, wandb={"mode": "pending", "status": "logging"}, **extra)
         outcome = log_run(wandb_content(ctx, cmp, metrics, decision, images, draft), project=cfg.wandb_project,
@@ -226,6 +249,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
                       figures=figures, notes=notes, wandb=outcome.to_dict(), **extra)
         atomic_write_text(out / REPORT_MD, text)
         manifest["metrics"] = {"figures": sorted(figures.values()), "wandb": outcome.to_dict(), "notes": notes,
-                               "production": cmp.production, "paused": paused}
+                               "production": cmp.production, "paused": paused,
+                               "tonight": tonight}
     log.info("report written to %s (W&B %s)", ctx.stage_dir("report") / REPORT_MD, outcome.status)
     return manifest["metrics"]

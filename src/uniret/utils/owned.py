@@ -116,7 +116,7 @@ def check_output_folder(path: str | os.PathLike, *, data_roots: tuple[str | os.P
     `check_output_path`); NotOwnedError when something other than a folder stands there."""
     path = Path(path)
     refuse_in_data_roots(path, data_roots)
-    _refuse_in_registry(path)
+    refuse_in_registry(path)
     if os.path.lexists(path) and not path.is_dir():
         raise NotOwnedError(
             f"{path}: not a folder: uniret writes its files into a folder here and replaces nothing it did not "
@@ -135,7 +135,8 @@ def registry_holding(path: str | os.PathLike) -> Path | None:
     return None
 
 
-def _refuse_in_registry(path: Path) -> None:
+def refuse_in_registry(path: str | os.PathLike) -> None:
+    """ProtectedPathError when `path` lies in (or is) a model registry (links resolved)."""
     registry = registry_holding(Path(os.path.realpath(path)))
     if registry is not None:
         raise ProtectedPathError(f"{path}: refusing to write inside the model registry {registry}: its bundles "
@@ -158,5 +159,5 @@ def check_output_path(path: str | os.PathLike, *, data_roots: tuple[str | os.Pat
     doc): call it before any work, so a refusal costs nothing."""
     path = Path(path)
     refuse_in_data_roots(path, data_roots)
-    _refuse_in_registry(path)
+    refuse_in_registry(path)
     return check_replaceable(path, header=header, force=force, force_flag=force_flag)
