@@ -49,6 +49,9 @@ VARIANTS = {
     "no_logged_queries": {"logged_queries": False},
     "clip_2": {"_clip": 2.0},
     "clip_5": {"_clip": 5.0},
+    # E72: one example per (query, doc) weighted by its click rate, not its click count
+    "clicks_rate": {"clicks_aggregate": "rate"},
+    "clicks_rate_naive": {"clicks_aggregate": "rate", "clicks": "naive"},
 }
 
 

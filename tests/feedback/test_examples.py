@@ -41,3 +41,20 @@ def test_logged_queries_drop_held_out_texts_and_a_damaged_line_names_its_file(tm
     (tmp_path / "pairs" / "ips.jsonl").write_text('{"query": "x"\n')
     with pytest.raises(ValueError, match=r"ips.jsonl:1: not JSON"):
         click_examples(tmp_path, "ips", set(), set())
+
+
+def test_rate_divides_each_pair_s_clicks_by_its_impressions(tmp_path):
+    """A head query shown 40 times with 4 noise clicks on d1 no longer outweighs a tail query's one click in
+    two impressions on d2: 4/40 against 1/2 (clicks_aggregate: rate)."""
+    _write(tmp_path / "pairs" / "ips.jsonl", [*[_pair("head", "d1", 1.0)] * 4, _pair("tail", "d2", 1.0)])
+    with pytest.raises(FileNotFoundError, match="shown.jsonl"):
+        click_examples(tmp_path, "ips", set(), {"d1", "d2"}, aggregate="rate")
+    _write(tmp_path / "pairs" / "shown.jsonl", [{"query": "head", "doc_id": "d1", "shown": 40},
+                                                {"query": "tail", "doc_id": "d2", "shown": 2}])
+    summed = click_examples(tmp_path, "ips", set(), {"d1", "d2"})
+    rate = click_examples(tmp_path, "ips", set(), {"d1", "d2"}, aggregate="rate")
+    assert summed.docs == rate.docs == ["d1", "d2"]
+    assert summed.weights == pytest.approx([2 * 4 / 5, 2 * 1 / 5])  # sums 4 and 1, mean 2.5
+    assert rate.weights == pytest.approx([0.1 / 0.3, 0.5 / 0.3])  # rates 0.1 and 0.5, mean 0.3
+    with pytest.raises(ValueError, match="aggregate must be one of"):
+        click_examples(tmp_path, "ips", set(), set(), aggregate="mean")

@@ -179,6 +179,9 @@ def test_window_pairs_judgments_and_propensities(nfcorpus_ctx, slice_material, t
     assert not {p["client_id"] for p in ips} & heldout_clients  # the held-out day never trains
     assert all(1.0 <= p["weight"] <= 10.0 for p in ips) and all(p["weight"] == 1.0 for p in naive)
     assert max(p["weight"] for p in ips) > 2.0  # deep clicks are up-weighted
+    shown = {(r["query"], r["doc_id"]): r["shown"] for r in map(json.loads, (out / feedback.SHOWN_FILE).open())}
+    assert sum(shown.values()) == 800 * DEPTH  # every training impression within depth, none of the held-out day
+    assert all(shown[(p["query"], p["doc_id"])] >= 1 for p in ips)  # every clicked pair was shown
 
     table = {row["position"]: row for row in json.loads((out / feedback.PROPENSITIES).read_text())["table"]}
     for pos in range(1, DEPTH + 1):  # relative to rank 1, as IPS uses them; 800 random-order sessions
@@ -329,8 +332,8 @@ def test_forget_leaves_no_record_of_the_client(nfcorpus_ctx, slice_material, tmp
     out = ctx.stage_dir("feedback")
     for path in [*logs.rglob("*.jsonl"), *(p for p in out.rglob("*") if p.is_file())]:
         assert client not in path.read_text(), path
-    for name in (feedback.IPS_PAIRS, feedback.NAIVE_PAIRS, feedback.COEC_QRELS, feedback.CLICK_MODEL_QRELS,
-                 feedback.HELDOUT_QUERIES, feedback.PROPENSITIES, feedback.REJECTS):
+    for name in (feedback.IPS_PAIRS, feedback.NAIVE_PAIRS, feedback.SHOWN_FILE, feedback.COEC_QRELS,
+                 feedback.CLICK_MODEL_QRELS, feedback.HELDOUT_QUERIES, feedback.PROPENSITIES, feedback.REJECTS):
         assert (out / name).read_text() == (expected.stage_dir("feedback") / name).read_text(), name
     after = read_manifest(out)["metrics"]
     assert after["rejected"] == 0 and after["train_sessions"] < before["train_sessions"]

@@ -322,6 +322,9 @@ class StaticQueryConfig:
     train_labels: bool = True
     clicks: str = "ips"
     clicks_weight: float = 1.0
+    # one example per (query text, doc): its click weights summed ("sum"), or that sum over the times it
+    # was shown ("rate": a head query's noise clicks stop outweighing a tail query's one click; E72)
+    clicks_aggregate: str = "sum"
     logged_queries: bool = True
 
     def validate(self) -> None:
@@ -329,6 +332,8 @@ class StaticQueryConfig:
             raise ValueError(f"clicks must be ips, naive or none, got {self.clicks!r}")
         if self.clicks_weight < 0:
             raise ValueError(f"clicks_weight must be >= 0, got {self.clicks_weight}")
+        if self.clicks_aggregate not in ("sum", "rate"):
+            raise ValueError(f"clicks_aggregate must be sum or rate, got {self.clicks_aggregate!r}")
         for name in ("epochs", "batch_size", "init_batch", "min_words", "max_words", "finetune_batch_size"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")

@@ -1,9 +1,12 @@
 """What training reads from the feedback stage's outputs: click positives and logged query texts.
 
 A click positive is (query text, clicked doc, weight): IPS-weighted (`ips`) or weight 1 (`naive`).
-Clicks of one (query text, doc) are summed into one example, and the weights are scaled to a mean
-of `scale`, so the arms differ in how clicks are spread, not in the learning rate. A query whose
-text is a held-out (dev or test) query is dropped, as the pseudo-queries drop it.
+Clicks of one (query text, doc) become one example, `aggregate`d: `sum` (their weights summed: a head
+query shown a hundred times counts its noise clicks a hundred times) or `rate` (that sum over the
+times the pair was shown within the depth: an estimate of its click probability at rank 1, what a
+click model calls relevance x attractiveness; pairs/shown.jsonl holds the counts). The weights are
+then scaled to a mean of `scale`, so the arms differ in how clicks are spread, not in the learning
+rate. A query whose text is a held-out (dev or test) query is dropped, as the pseudo-queries drop it.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from pathlib import Path
 from uniret.data.pseudo_queries import normalise
 
 PAIR_FILES = {"ips": "pairs/ips.jsonl", "naive": "pairs/naive.jsonl"}
+SHOWN_FILE = "pairs/shown.jsonl"  # {query, doc_id, shown}: how often each (query text, doc) was shown within depth
 TRAIN_QUERIES = "train_queries.jsonl"
+AGGREGATES = ("sum", "rate")
 
 
 @dataclass
@@ -41,11 +46,23 @@ def _rows(path: Path):
                 raise ValueError(f"{path}:{line_no}: not JSON ({exc.msg})") from exc
 
 
+def shown_counts(feedback_dir: Path) -> dict[tuple[str, str], int]:
+    """{(query text, doc): times shown within depth} of the training days (pairs/shown.jsonl)."""
+    path = feedback_dir / SHOWN_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: missing: the feedback stage that wrote {feedback_dir} predates it; "
+                                "rerun `uniret feedback`, or set index.static_query.clicks_aggregate: sum")
+    return {(row["query"], row["doc_id"]): int(row["shown"]) for row in _rows(path)}
+
+
 def click_examples(feedback_dir: Path, kind: str, held: set[str], known_docs: set[str],
-                   scale: float = 1.0) -> ClickExamples:
-    """The `kind` (ips | naive) click positives of the feedback stage's output folder."""
+                   scale: float = 1.0, aggregate: str = "sum") -> ClickExamples:
+    """The `kind` (ips | naive) click positives of the feedback stage's output folder, `aggregate`d per
+    (query text, doc) (module doc)."""
     if kind not in PAIR_FILES:
         raise ValueError(f"click examples: kind must be one of {sorted(PAIR_FILES)}, got {kind!r}")
+    if aggregate not in AGGREGATES:
+        raise ValueError(f"click examples: aggregate must be one of {AGGREGATES}, got {aggregate!r}")
     path = feedback_dir / PAIR_FILES[kind]
     out = ClickExamples()
     if not path.is_file():
@@ -60,6 +77,9 @@ def click_examples(feedback_dir: Path, kind: str, held: set[str], known_docs: se
             left["doc not in the indexed corpus"] += 1
         else:
             summed[(row["query"], row["doc_id"])] += float(row["weight"])
+    if summed and aggregate == "rate":
+        shown = shown_counts(feedback_dir)
+        summed = {pair: w / max(shown.get(pair, 0), 1) for pair, w in summed.items()}
     if summed:
         mean = sum(summed.values()) / len(summed)
         for (text, doc), w in sorted(summed.items()):

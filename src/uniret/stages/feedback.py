@@ -11,6 +11,7 @@ reasons, and the stage fails only when a span's reject share passes feedback.rej
                          of the RandPair swaps inside each ranker's logs, E68; EM's estimate beside it)
   pairs/ips.jsonl        one positive per click of the training days (query, doc, position), IPS-weighted (clipped)
   pairs/naive.jsonl      the same positives with weight 1 (clicks as labels)
+  pairs/shown.jsonl      how often each (query text, doc) was shown within depth on the training days
   train_queries.jsonl    the training days' distinct logged query texts, with their counts
   heldout/queries.jsonl  the held-out day's distinct queries (_id = uniret.feedback.derive.query_key)
   heldout/qrels/coec.tsv, heldout/qrels/click_model.tsv   click-derived judgments of the held-out day
@@ -30,7 +31,7 @@ from uniret.core.errors import StageFailed
 from uniret.data.beir import iter_corpus
 from uniret.data.validation import GxSession
 from uniret.feedback import derive
-from uniret.feedback.examples import PAIR_FILES, TRAIN_QUERIES
+from uniret.feedback.examples import PAIR_FILES, SHOWN_FILE, TRAIN_QUERIES
 from uniret.feedback.ingest import SpanIngest, ingest_span
 from uniret.feedback.spans import Window, choose_window, closed
 from uniret.runtime import MANIFEST, StageContext, read_manifest, stage_output
@@ -189,6 +190,8 @@ def derive_window(ctx: StageContext, window: Window) -> dict[str, Any]:
             "estimate": got.propensities.to_json() if got.propensities else None})
         write_jsonl(out / IPS_PAIRS, [p.to_json() for p in got.ips.pairs])
         write_jsonl(out / NAIVE_PAIRS, [p.to_json() for p in got.naive.pairs])
+        shown = Counter((imp.query, doc) for imp in train for doc in imp.doc_ids[:cfg.depth])
+        write_jsonl(out / SHOWN_FILE, [{"query": q, "doc_id": d, "shown": n} for (q, d), n in sorted(shown.items())])
         logged = Counter(imp.query for imp in train)
         write_jsonl(out / TRAIN_QUERIES, [{"text": t, "count": n} for t, n in logged.most_common()])
         texts = {s.query_key: s.query for s in heldout}

@@ -209,7 +209,8 @@ def _static_query(ctx: StageContext, cfg: IndexConfig, model, tokenizer, dataset
             texts += logged
             counts["logged_queries"] = len(logged)
         if pairs is not None and scfg.clicks != "none":
-            clicks = click_examples(feedback, scfg.clicks, held, {d.id for d in docs}, scfg.clicks_weight)
+            clicks = click_examples(feedback, scfg.clicks, held, {d.id for d in docs}, scfg.clicks_weight,
+                                    scfg.clicks_aggregate)
             pairs = _with_clicks(pairs, clicks, docs)
     vectors = teacher = None
     if model_key is not None:
