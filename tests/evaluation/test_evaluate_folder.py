@@ -133,7 +133,7 @@ def test_a_missing_split_or_dataset_is_named(tmp_path, capsys):
     assert evaluate("--data", str(root), "--datasets", "alpha", "--split", "dev", "--out", str(tmp_path / "o")) == 1
     assert "dev.tsv" in capsys.readouterr().err
     assert evaluate("--data", str(root), "--datasets", "alpha,nope", "--out", str(tmp_path / "o")) == 1
-    assert "'nope' not found" in capsys.readouterr().err
+    assert "'nope': not found" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 
 

@@ -74,7 +74,7 @@ def check_dataset_names(root: Path, names: list[str]) -> None:
             from uniret.evaluation.folder import find_datasets
 
             known = find_datasets(root) if known is None else known
-            why = f"no {name}/corpus.jsonl under the data root; datasets there: {', '.join(known) or 'none'}"
+            why = f"not found (no {name}/corpus.jsonl under the data root); datasets there: {', '.join(known) or 'none'}"
         else:
             continue
         raise DataError(DataProblem(root, None, "--datasets", f"{name!r}: {why}"))

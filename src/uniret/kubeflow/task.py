@@ -203,11 +203,12 @@ def run_component(req: TaskRequest, manifest_artifact: Any, upstream: Any = None
     check_upstream(req.stage, upstream)
     ctx, manifest = run_task(req)
     publish_manifest(req, ctx, manifest, manifest_artifact)
-    if req.stage == "promote":  # the night's outcome, as `uniret nightly` records and sends it
+    error = (manifest.get("metrics") or {}).get("error")
+    if req.stage == "promote" and not error:  # the night's outcome, as `uniret nightly` records and sends it
         from uniret.ops.nightly import promote_outcome, publish_outcome
 
         publish_outcome(ctx.params, promote_outcome(manifest["metrics"]))
-    error = (manifest.get("metrics") or {}).get("error")
+    # (with an error the task fails below, and the run's exit handler records the failed night once)
     if error:  # the stage recorded its outputs, then a failure the run must show (a failed corpus refresh)
         raise StageFailed(f"task {req.stage}: {error} (see {ctx.stage_dir(req.stage)})")
     return ctx
