@@ -52,6 +52,8 @@ VARIANTS = {
     # E72: one example per (query, doc) weighted by its click rate, not its click count
     "clicks_rate": {"clicks_aggregate": "rate"},
     "clicks_rate_naive": {"clicks_aggregate": "rate", "clicks": "naive"},
+    # E73: the default settings, the tables rebuilt from the feedback output (`default` reuses the bundle's)
+    "rebuilt": {"clicks": "ips"},
 }
 
 
