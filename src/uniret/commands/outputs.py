@@ -36,10 +36,11 @@ def output_argument(parser: argparse.ArgumentParser, flag: str, *, kind: Kind, g
 
 def _data_roots(args: argparse.Namespace) -> tuple[Path, ...]:
     """The data root this command reads; none when it cannot be resolved (the command says why later)."""
-    from uniret.data.roots import resolve_data_root
+    from uniret.data.roots import DATA_ENV, resolve_data_root
 
     params_root = None
-    if getattr(args, "params", None) and Path(args.params).is_file():
+    given = getattr(args, "data", None) or os.environ.get(DATA_ENV)  # resolve_data_root's first two sources
+    if not given and getattr(args, "params", None) and Path(args.params).is_file():
         try:
             from uniret.config import load_params
 

@@ -87,16 +87,7 @@ class Params:
         """The typed config of section `name` with the active profile applied."""
         if name in self._cache:
             return self._cache[name]
-        cls = cls or section_class(name)
-        where = f"{self.path or 'params'}: {name}"
-        raw = self.raw.get(name) or {}
-        try:
-            values = resolve_section(raw, self.profile, where, cls)
-            obj = build(cls, values, where)
-            # a wrong type in a base value must not hide behind the active profile's override of it
-            check_base_types(cls, raw, where)
-        except ConfigError as exc:
-            raise ConfigError(name_recipe_file(str(exc), self.raw.get(ATTACHED_KEY))) from exc
+        obj = self._build(name, cls or section_class(name), checks=True)
         self._cache[name] = obj
         return obj
 
@@ -131,13 +122,23 @@ class Params:
         for name in SECTIONS:
             if name not in self.raw or name in self._cache:
                 continue
-            where = f"{self.path or 'params'}: {name}"
             try:
-                values = resolve_section(self.raw.get(name) or {}, self.profile, where, section_class(name))
-                build(section_class(name), values, where, checks=False)
+                self._build(name, section_class(name), checks=False)
             except ConfigError as exc:
                 if "missing required key" not in str(exc):
-                    raise ConfigError(name_recipe_file(str(exc), self.raw.get(ATTACHED_KEY))) from exc
+                    raise
+
+    def _build(self, name: str, cls: type[T], checks: bool) -> T:
+        """Section `name` as `cls` with the active profile applied; `checks`: also its `validate()`. The
+        base values' types are checked too: a wrong one must not hide behind the profile's override."""
+        where = f"{self.path or 'params'}: {name}"
+        raw = self.raw.get(name) or {}
+        try:
+            obj = build(cls, resolve_section(raw, self.profile, where, cls), where, checks=checks)
+            check_base_types(cls, raw, where)
+        except ConfigError as exc:
+            raise ConfigError(name_recipe_file(str(exc), self.raw.get(ATTACHED_KEY))) from exc
+        return obj
 
     def settings(self) -> dict[str, Any]:
         """Every section present, typed and resolved, as plain mappings (`uniret params show`)."""

@@ -2,9 +2,10 @@
 
 `uniret canary` and the promote stage (canary.enabled: the nightly and the Kubeflow pipeline) both go
 through here. Deciding reads the interleaved impressions logged since the canary began
-(feedback.log_dir), applies params canary.rule and ends the canary through the registry (uniret.registry.canary): promote (the pointer moves, serving is
-told to reload) or roll back (production stays, the candidate's content is rejected). The decision
-is written beside the gate's: <out>/decision.json and decision.md.
+(feedback.log_dir), applies params canary.rule and ends the canary through the registry
+(uniret.registry.canary): promote (the pointer moves, serving is told to reload) or roll back
+(production stays, the candidate's content is rejected). The decision is written beside the gate's:
+<out>/decision.json and decision.md.
 """
 
 from __future__ import annotations

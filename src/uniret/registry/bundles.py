@@ -16,12 +16,12 @@ from typing import Any
 
 from uniret.registry.errors import RegistryError
 from uniret.registry.integrity import is_version_name, verified_bundle, write_checksums
+from uniret.registry.layout import MANIFEST
 from uniret.registry.pointer import BUNDLES, now_iso
 from uniret.utils.files import atomic_write_json, hash_path, make_temp_dir
 
 log = logging.getLogger("uniret.registry")
 
-MANIFEST = "manifest.json"
 HASH_PREFIX = 8  # hex digits of the content hash in a generated version name
 # a published bundle's evaluation, per query: EVALUATION_DIR/per_query/<system>/<dataset>.json (the
 # evaluate stage's layout), so the report can bootstrap the candidate against production

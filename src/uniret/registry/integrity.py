@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from uniret.registry.errors import RegistryError
-from uniret.registry.layout import BUNDLES, POINTER
+from uniret.registry.layout import BUNDLES, MANIFEST, POINTER
 from uniret.utils.files import atomic_write_text, sha256_file
 
 SUMS = "SHA256SUMS"
@@ -86,7 +86,7 @@ def verify_published(bundle: str | Path) -> int:
     bundle = Path(bundle)
     files = verify_bundle(bundle)
     try:
-        manifest = json.loads((bundle / "manifest.json").read_text(encoding="utf-8"))
+        manifest = json.loads((bundle / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return files  # a bundle without a readable manifest fails where it is loaded, with its reason
     named = manifest.get("version") if isinstance(manifest, dict) else None

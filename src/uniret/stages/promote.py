@@ -22,6 +22,7 @@ from typing import Any
 
 from uniret.config.paths import params_dir
 from uniret.core.jsonio import read_json
+from uniret.core.stage_files import PROMOTION_JSON
 from uniret.evaluation.outputs import PER_QUERY_DIR
 from uniret.milvus.promotion import engine_hook, export_before_flip
 from uniret.registry.bundles import EVALUATION_DIR
@@ -36,7 +37,7 @@ from uniret.utils.files import atomic_write_json, hash_path
 
 log = logging.getLogger("uniret.registry")
 
-RESULT_JSON = "promotion.json"
+RESULT_JSON = PROMOTION_JSON
 
 
 def blocked_summary(decision: dict[str, Any]) -> str:

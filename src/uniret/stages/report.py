@@ -20,6 +20,7 @@ from uniret.config.paths import resolve_path
 from uniret.config.report import ReportConfig
 from uniret.core.errors import DataError
 from uniret.core.jsonio import read_json, read_optional_json
+from uniret.core.stage_files import PROMOTION_JSON
 from uniret.evaluation import plots
 from uniret.evaluation.compare_systems import compare_evaluated, datasets_of, macro_groups, render_comparison
 from uniret.evaluation.regression import Comparison, compare, render
@@ -118,9 +119,7 @@ def paused_text(ctx: StageContext, root: Path) -> str | None:
 def tonight_text(ctx: StageContext, decision_path: Path) -> str | None:
     """What the promote stage did with this gate decision (its promotion.json, when it records this
     decision's sha256: an earlier night's file is never shown), with the corpus refresh; None: not run."""
-    from uniret.stages.promote import RESULT_JSON
-
-    path = ctx.stage_dir("promote") / RESULT_JSON
+    path = ctx.stage_dir("promote") / PROMOTION_JSON
     if not path.is_file() or not decision_path.is_file():
         return None
     try:
