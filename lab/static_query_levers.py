@@ -115,7 +115,7 @@ def main() -> int:
     from uniret.stages import index as index_stage
 
     _memoise_encoders()
-    feedback_dir = index_stage._feedback_dir
+    feedback_dir = index_stage.feedback_output
     ctx = dag_context(args)
     cfg = ctx.params.section("index")
     rcfg = ctx.params.section("retrieval")
@@ -136,7 +136,7 @@ def main() -> int:
     for name in args.variants:
         overrides = dict(VARIANTS[name])
         clip = overrides.pop("_clip", None)
-        index_stage._feedback_dir = feedback_dir if clip is None else (
+        index_stage.feedback_output = feedback_dir if clip is None else (
             lambda ctx, c=clip, n=name: _reclipped(feedback_dir(ctx), c, ctx.artifacts / ".levers" / n / "feedback"))
         fusion = dataclasses.replace(rcfg.fusion, fast_depth=overrides.pop("_fast_depth", rcfg.fusion.fast_depth),
                                      fast_runs=overrides.pop("_fast_runs", rcfg.fusion.fast_runs))

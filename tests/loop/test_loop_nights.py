@@ -2,7 +2,8 @@
 the spans dated night by night, the feedback/index/evaluate stages and a promotion each night, the report.
 
 Two nights: night 1's traffic is held out (the newest day), night 2 trains on it, so the click
-examples reach the static tower. A factory checkpoint (untrained heads) starts it: the test checks
+examples reach the static tower and, with --retrain-steps, the transformer (night 1 has no training
+clicks and keeps its checkpoint). A factory checkpoint (untrained heads) starts it: the test checks
 the loop's plumbing, not what it learns (results/loop/ holds that, on the cpu profile).
 """
 
@@ -14,7 +15,9 @@ import sys
 
 from uniret.config.models import ModelConfig
 from uniret.models.factory import build_model, save_model
+from uniret.runtime import read_manifest
 from uniret.ubi import EVENTS, QUERIES, list_days
+from uniret.utils.files import hash_path
 
 SET = {"data": {"eval_datasets": ["nfcorpus"]}, "evaluate": {"sources": ["bm25", "bundle"]}}
 
@@ -31,7 +34,7 @@ def test_two_nights_learn_from_clicks_and_promote_each_night(tmp_path, repo_root
     run = _uniret("loop", "run", "--arm", "debiased", "--work", str(work), "--nights", "2", "--sessions", "80",
                   "--profile", "tiny", "--checkpoint", str(checkpoint), "--cache", str(tmp_path / "none"),
                   "--data", str(shared_data), "--params", str(repo_root / "params.yaml"), "--randpair-share", "0.3",
-                  "--set", json.dumps(SET), cwd=tmp_path)
+                  "--retrain-steps", "2", "--set", json.dumps(SET), cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     doc = json.loads((work / "loop.json").read_text())
     nights = {n["night"]: n for n in doc["nights"]}
@@ -48,6 +51,14 @@ def test_two_nights_learn_from_clicks_and_promote_each_night(tmp_path, repo_root
     assert fb2["train_sessions"] == 80  # every simulated search of day 1 joined, none rejected
     assert nights[2]["clicks_used"]["kind"] == "ips" and nights[2]["clicks_used"]["examples"] > 0
     assert nights[2]["finetune_queries"] > 0 and nights[1]["finetune_queries"] == 0
+    # the transformer retrained on night 2's clicks alone, from the checkpoint night 1's bundle was built from
+    assert "continual" not in nights[1]["stage_seconds"] and "retrained" not in nights[1]
+    assert nights[2]["retrained"]["source"] == "ips" and nights[2]["retrained"]["labels"] is False
+    assert nights[2]["retrained"]["examples"] > 0 and doc["retrain_steps"] == 2
+    assert (work / "production_model" / "uniret_model.json").is_file()
+    assert read_manifest(work / "artifacts" / "continual")["metrics"]["steps"] == 2
+    indexed = read_manifest(work / "artifacts" / "index")["inputs"]["model"]  # the retrained model, not the start
+    assert indexed == hash_path(work / "artifacts" / "continual" / "model") != hash_path(work / "production_model")
     records = [json.loads(line) for f in (work / "logs" / QUERIES).rglob("*.jsonl") for line in f.read_text().splitlines()]
     swapped = [r for r in records if "randpair" in r["query_attributes"]]
     assert 0 < len(swapped) < len(records)  # RandPair at 0.3: some answers shown with a swap, logged as shown
@@ -68,3 +79,4 @@ def test_two_nights_learn_from_clicks_and_promote_each_night(tmp_path, repo_root
     cost = report["arms"]["debiased"]["randpair_cost"]  # graded on the traffic's qrels, every logged answer
     assert cost["answers"] == 160 and 0 < cost["swapped"] < 160 and cost["ndcg10_shown_minus_ranked"] <= 0.05
     assert (out / "loop.png").stat().st_size > 1000 and "| 2 |" in (out / "loop.md").read_text()
+    assert "transformer retrained 2 steps a night on the clicks" in (out / "loop.md").read_text()

@@ -84,6 +84,7 @@ def _edit(repo: Path, path: str, value, file: str = "params.yaml") -> str:
 CASES = [  # (key path, new value, file, the stages `dvc status` must report)
     ("training.mine.depth", 60, "params.yaml", {"mine"}),
     ("training.warmup.train.lr", 1.0e-4, "params.yaml", {"warmup"}),
+    ("training.continual.clicks.source", "ips", "params.yaml", {"continual"}),  # serving's clicks mixed in
     ("training.evaluation.clear_depth", 500, "params.yaml", {"evaluate"}),
     ("encoding.batch_size", 8, "params.yaml", {"mine", "index", "bench", "evaluate"}),
     ("serve.port", 8100, "params.yaml", set()),  # serving reads it, no DAG stage

@@ -140,3 +140,70 @@ def test_a_stage_outside_the_recipe_writes_the_skip_manifest(dag, tmp_path):
     assert result["skipped"] is True and manifest["skipped"] is True
     assert manifest["reason"] == "skipped by recipe clear"
     assert sorted(p.name for p in clear.stage_dir("mine").iterdir()) == ["manifest.json"]
+
+
+def _click_artifacts(ctx: StageContext, tmp_path, rows: list[dict] | None) -> None:
+    """tmp_path/artifacts: links to the DAG's stages, and a feedback output holding `rows` as its IPS pairs
+    (None: the feedback stage skipped, no logs)."""
+    from uniret.runtime import MANIFEST
+    from uniret.utils.files import atomic_write_json
+
+    art = tmp_path / "artifacts"
+    art.mkdir(parents=True)
+    for stage in ("validate", "bm25", "warmup", "mine"):
+        (art / stage).symlink_to(ctx.stage_dir(stage))
+    (art / "feedback").mkdir()
+    status = "ok" if rows is not None else "skipped"
+    atomic_write_json(art / "feedback" / MANIFEST, {"stage": "feedback", "metrics": {"status": status}})
+    if rows is not None:
+        (art / "feedback" / "pairs").mkdir()
+        (art / "feedback" / "pairs" / "ips.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _click_rows(ctx: StageContext) -> list[dict]:
+    docs = [d.id for d in ctx.dataset(ctx.params.section("data").train_dataset).iter_corpus()][:3]
+    row = {"query_key": "k", "position": 1, "ranker": "r"}
+    return [{**row, "query": "vitamin d and bone density", "doc_id": docs[0], "weight": 3.0},
+            {**row, "query": "statins and memory loss", "doc_id": docs[1], "weight": 1.0},
+            {**row, "query": "statins and memory loss", "doc_id": "not-in-the-corpus", "weight": 5.0}]
+
+
+def test_continual_mixes_serving_clicks_into_its_labelled_examples(dag, tmp_path):
+    """training.continual.clicks: share 0.5 draws as many click examples as labelled ones, from the
+    pairs of known docs; the manifest says how many and from what."""
+    ctx, results = dag
+    _click_artifacts(ctx, tmp_path, _click_rows(ctx))
+    training = copy.deepcopy(ctx.params.raw["training"])
+    training["continual"]["clicks"] = {"source": "ips", "share": 0.5, "labels": True, "aggregate": "sum"}
+    mixed = _with(ctx, tmp_path / "artifacts", training=training)
+    result = run_stage("continual", mixed)
+    clicks = read_manifest(mixed.stage_dir("continual"))["metrics"]["clicks"]
+    labelled = results["continual"]["examples"]
+    assert clicks["examples"] == labelled and result["examples"] == 2 * labelled
+    assert clicks["pairs"] == 2 and clicks["queries"] == 2
+    assert clicks["left_out"] == {"doc not in the indexed corpus": 1}
+    assert "feedback" in read_manifest(mixed.stage_dir("continual"))["inputs"]
+
+
+def test_continual_on_clicks_alone_warm_starts_and_refuses_a_night_without_clicks(dag, tmp_path):
+    """labels false (the loop's click arms): no mined negatives read, one click example per step and batch
+    row, the model taken from start_model; with no clicks to train on, a clear error and no output."""
+    from uniret.utils.files import hash_path
+
+    ctx, _ = dag
+    _click_artifacts(ctx, tmp_path / "a", _click_rows(ctx))
+    training = copy.deepcopy(ctx.params.raw["training"])
+    start = ctx.stage_dir("continual") / "model"
+    training["continual"].update(start_model=str(start), clicks={"source": "ips", "labels": False})
+    alone = _with(ctx, tmp_path / "a" / "artifacts", training=training)
+    result = run_stage("continual", alone)
+    cfg = alone.params.section("training").continual
+    manifest = read_manifest(alone.stage_dir("continual"))
+    assert result["examples"] == manifest["metrics"]["clicks"]["examples"] == cfg.train.max_steps * cfg.train.batch_size
+    assert "negatives" not in manifest["inputs"] and manifest["inputs"]["start_model"] == hash_path(start)
+
+    _click_artifacts(ctx, tmp_path / "b", None)
+    empty = _with(ctx, tmp_path / "b" / "artifacts", training=training)
+    with pytest.raises(ValueError, match=r"training.continual.clicks: labels is false .* no logs"):
+        run_stage("continual", empty)
+    assert not empty.stage_dir("continual").exists()

@@ -48,3 +48,23 @@ def test_bm25_group_scores_minmax_over_the_run():
     assert scores["q"] == pytest.approx({"d1": 0.0, "d2": 0.5, "d3": 0.0})
     # a run whose scores are all equal: every document gets 1, as retrieval.fusion.minmax gives
     assert set(scores["flat"].values()) == {1.0}
+
+
+def test_resampled_examples_follow_the_weights_and_never_draw_a_clicked_doc_as_negative():
+    """Importance resampling: a pair weighted 9 is drawn about 9 times as often as one weighted 1; a
+    weight of 0 is never drawn; the same seed gives the same examples."""
+    from uniret.training.examples import resample_examples
+
+    corpus = [f"d{i}" for i in range(50)]
+    pairs = [("q one", "d1", 9.0), ("q one", "d2", 1.0), ("q two", "d3", 0.0)]
+    examples = resample_examples(pairs, 4000, 4, corpus, seed=3)
+    assert len(examples) == 4000 and examples == resample_examples(pairs, 4000, 4, corpus, seed=3)
+    firsts = [e.doc_ids[0] for e in examples]
+    assert "d3" not in firsts
+    assert 0.87 < firsts.count("d1") / len(firsts) < 0.93
+    for e in examples:
+        assert len(e.doc_ids) == 4 and not {"d1", "d2"} & set(e.doc_ids[1:])  # both of q one's clicks excluded
+    assert len({e.query_id for e in examples}) == 4000
+    assert resample_examples([("q", "d1", 0.0)], 10, 4, corpus, seed=3) == []
+    with pytest.raises(ValueError, match="too few documents"):
+        resample_examples([("q", "d1", 1.0)], 1, 4, ["d1", "d2"], seed=3)

@@ -22,12 +22,14 @@ def _run(args: argparse.Namespace) -> int:
     if not (checkpoint / "uniret_model.json").is_file():
         raise FileNotFoundError(f"--checkpoint {checkpoint}: not a uniret checkpoint folder (no uniret_model.json); "
                                 "run `make demo` first or point at another model/ folder")
+    if args.retrain_steps < 0:
+        raise ValueError(f"--retrain-steps must be >= 0, got {args.retrain_steps}")
     extra = json.loads(args.set) if args.set else {}
     cfg = LoopConfig(arm=args.arm, nights=args.nights, sessions=args.sessions, work=Path(args.work),
                      checkpoint=checkpoint.resolve(), data_root=root.resolve(), params=params.resolve(),
                      dataset=args.dataset, randpair_share=args.randpair_share, seed=args.seed,
                      cache=Path(args.cache) if args.cache else None, extra=extra, profile=args.profile or "cpu",
-                     until=args.until)
+                     until=args.until, retrain_steps=args.retrain_steps)
     summary = run_loop(cfg)
     print(json.dumps({n["night"]: n["ndcg@10"] for n in summary["nights"]}))
     return 0
@@ -79,6 +81,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--dataset", default="nfcorpus", help="traffic domain: its train queries are the traffic")
     r.add_argument("--randpair-share", type=float, default=0.1, help="share of answers with two adjacent results swapped")
     r.add_argument("--seed", type=int, default=7)
+    r.add_argument("--retrain-steps", type=int, default=0,
+                   help="click arms: nights with training clicks first retrain the transformer on them for this "
+                        "many steps, warm-started from production's checkpoint (0: the light profile, no retraining)")
     r.add_argument("--params", default="params.yaml")
     r.add_argument("--profile", default=None, help="params profile of the nights (default: cpu)")
     r.add_argument("--data", default=None, help="data root (default: $UNIRET_DATA, params, ../shared/data)")

@@ -72,6 +72,30 @@ class RecipePlan:
             raise ValueError(f"eval_modes: unknown mode(s) {bad}; known: {list(EVAL_MODES)}")
 
 
+CLICK_SOURCES = ("ips", "naive", "none")
+
+
+@dataclass
+class ClickMixConfig:
+    """The feedback stage's click positives mixed into a bi-encoder stage's examples (the transformer
+    learning from serving's traffic; docs/learning-loop.md, "Training on it")."""
+
+    source: str = "none"  # ips: IPS-weighted clicks, naive: weight 1 each, none: no clicks
+    # share of the stage's examples drawn from the clicks: (query text, clicked doc) resampled with
+    # probability proportional to their weight, so the loss needs no per-example weight
+    share: float = 0.5
+    labels: bool = True  # the labelled examples too; false: clicks only (the loop's click arms never read labels)
+    aggregate: str = "sum"  # one (query text, doc)'s clicks: summed, or over the times it was shown (E72)
+
+    def validate(self) -> None:
+        if self.source not in CLICK_SOURCES:
+            raise ValueError(f"source must be one of {', '.join(CLICK_SOURCES)}, got {self.source!r}")
+        if self.labels and not 0.0 < self.share < 1.0:
+            raise ValueError(f"share must be in (0, 1) when labels are mixed in, got {self.share}")
+        if self.aggregate not in ("sum", "rate"):
+            raise ValueError(f"aggregate must be sum or rate, got {self.aggregate!r}")
+
+
 @dataclass(kw_only=True)
 class StageTrainingConfig:
     """One training stage: loop settings, training-group shape and text lengths."""
@@ -87,6 +111,10 @@ class StageTrainingConfig:
     # reranker stage's final top-1 accuracy on its training groups is below this: distilling from a
     # teacher that ranks no better than chance only pulls the heads toward noise. None: always keep
     min_teacher_top1: float | None  # per stage in params.yaml (distill: 0.5, the others null)
+    # a checkpoint folder to start from instead of the earlier stage's model: production's checkpoint,
+    # for a nightly that warm-starts from what it serves (the loop's retraining nights); null: the earlier stage's
+    start_model: str | None = None
+    clicks: ClickMixConfig = field(default_factory=ClickMixConfig)
 
     def validate(self) -> None:
         if self.doc_max_length is not None and self.doc_max_length < 1:

@@ -11,6 +11,9 @@ domain's corpus with the starting checkpoint and promotes it. Each night n then:
 The light profile (issue 56's "cost" clause): the transformer is not retrained; what learns is the
 query side of the served mode (the static tower fine-tuned on the clicks, distilled on the logged
 query texts) and its fusion weights; the corpus encodings of the checkpoint are cached across nights.
+With `retrain_steps` (click arms), a night with training clicks also runs the continual stage first:
+`retrain_steps` steps on the arm's clicks alone (training.continual.clicks, labels off), warm-started
+from the checkpoint production was built from; the index stage then encodes the corpora again.
 The gate is not run: the loop measures learning (each night's candidate is promoted).
 """
 
@@ -45,6 +48,7 @@ ARMS: dict[str, dict[str, Any]] = {
     "skyline": {"train_labels": True, "train_queries": True, "clicks": "none"},
 }
 NIGHT_STAGES = ("feedback", "index", "evaluate")
+PRODUCTION_MODEL = "production_model"  # <work>/production_model: the checkpoint production's bundle was built from
 FIRST_STAGES = ("validate", "bm25")
 
 
@@ -66,6 +70,7 @@ class LoopConfig:
     extra: dict[str, Any] = field(default_factory=dict)  # further params overrides (tests: the tiny profile)
     profile: str = "cpu"
     until: int | None = None  # stop after this night (arms run night by night, interleaved; days keep their dates)
+    retrain_steps: int = 0  # > 0: nights with training clicks retrain the transformer on them first (click arms)
 
 
 def _day(n: int, nights: int) -> str:
@@ -91,10 +96,30 @@ def write_params(cfg: LoopConfig) -> Path:
         # the expected-score references are the default recipe's on its own train set, not a loop's
         "evaluate": {"expected_scores": []},
     }
+    if cfg.retrain_steps:
+        if static["clicks"] == "none":
+            raise ValueError(f"retrain_steps: the {cfg.arm} arm has no clicks to retrain the transformer on")
+        overrides["training"] = {"continual": {"start_model": str(cfg.work / PRODUCTION_MODEL),
+                                               "clicks": {"source": static["clicks"], "labels": False}}}
+        _write_recipes(cfg, raw)
     merged = merge_overrides(merge_overrides(raw, overrides), cfg.extra)
     path = cfg.work / "params.yaml"
     path.write_text(yaml.safe_dump(merged, sort_keys=False), encoding="utf-8")
     return path
+
+
+def _write_recipes(cfg: LoopConfig, raw: dict[str, Any]) -> None:
+    """<work>/recipes/: the project's recipe files (read beside the arm's params), the active recipe's
+    continual stage cut to `retrain_steps` steps under the loop's profile."""
+    from uniret.config.recipe_files import RECIPES_DIR, recipes_dir
+
+    target = cfg.work / RECIPES_DIR
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(recipes_dir(cfg.params), target)
+    recipe = target / f"{raw['model']['recipe']}.yaml"
+    doc = yaml.safe_load(recipe.read_text(encoding="utf-8"))
+    cut = {"profiles": {cfg.profile: {"train": {"continual": {"max_steps": cfg.retrain_steps}}}}}
+    recipe.write_text(yaml.safe_dump(merge_overrides(doc, cut), sort_keys=False), encoding="utf-8")
 
 
 def seed_checkpoint(cfg: LoopConfig) -> None:
@@ -256,7 +281,8 @@ def run_loop(cfg: LoopConfig) -> dict[str, Any]:
     ctx = make_context(params, cfg.profile, str(cfg.data_root), cfg.work / "artifacts")
     out_path = cfg.work / "loop.json"
     summary: dict[str, Any] = json.loads(out_path.read_text()) if out_path.is_file() else {}
-    summary.update(arm=cfg.arm, settings=ARMS[cfg.arm], profile=cfg.profile, dataset=cfg.dataset,
+    summary.update(arm=cfg.arm, settings=ARMS[cfg.arm], retrain_steps=cfg.retrain_steps, profile=cfg.profile,
+                   dataset=cfg.dataset,
                    sessions_per_night=cfg.sessions, randpair_share=cfg.randpair_share, checkpoint=str(cfg.checkpoint),
                    gate="not run: every night's candidate is promoted (the loop measures learning)")
     nights = summary.setdefault("nights", [])
@@ -288,7 +314,15 @@ def run_loop(cfg: LoopConfig) -> dict[str, Any]:
             log.info("loop %s night %d: stage %s", cfg.arm, night, stage)
             run_stage(stage, night_ctx)
             timings[stage] = round(time.perf_counter() - t, 1)
+            if stage == "feedback" and night > 0 and cfg.retrain_steps and _training_sessions(cfg):
+                t = time.perf_counter()
+                retrain(cfg, night_ctx)
+                timings["continual"] = round(time.perf_counter() - t, 1)
         figures = _night_figures(cfg, night)
+        if "continual" in timings:
+            from uniret.runtime import read_manifest
+
+            figures["retrained"] = (read_manifest(cfg.work / "artifacts" / "continual").get("metrics") or {}).get("clicks")
         figures.update(day=day, version=_promote(cfg, night, figures), stage_seconds=timings,
                        wall_seconds=round(time.perf_counter() - start, 1), simulation=sim)
         nights.append(figures)
@@ -298,6 +332,24 @@ def run_loop(cfg: LoopConfig) -> dict[str, Any]:
         log.info("loop %s night %d: nDCG@10 %.4f (%.0f s)", cfg.arm, night, figures["ndcg@10"],
                  figures["wall_seconds"])
     return summary
+
+
+def _training_sessions(cfg: LoopConfig) -> int:
+    from uniret.runtime import read_manifest
+
+    return int((read_manifest(cfg.work / "artifacts" / "feedback").get("metrics") or {}).get("train_sessions") or 0)
+
+
+def retrain(cfg: LoopConfig, ctx) -> None:
+    """The continual stage on the night's clicks, warm-started from production's checkpoint (the one the
+    last promoted bundle indexed, copied to <work>/production_model first)."""
+    from uniret.stages import run_stage
+
+    current = cfg.work / "artifacts" / "continual" / "model"
+    start = cfg.work / PRODUCTION_MODEL
+    shutil.rmtree(start, ignore_errors=True)
+    shutil.copytree(current, start)
+    run_stage("continual", ctx)
 
 
 def _night0_params(cfg: LoopConfig, params: Path) -> Path:

@@ -104,8 +104,10 @@ def build(arms: dict[str, Path], eta: float = 1.0, domain: Path | None = None, g
         last = max(n["night"] for n in nights)
         entry = {"settings": doc["settings"], "profile": doc["profile"], "sessions_per_night": doc["sessions_per_night"],
                  "randpair_share": doc.get("randpair_share"), "gate": doc.get("gate"),
+                 "retrain_steps": doc.get("retrain_steps") or 0,
                  "nights": [{k: n.get(k) for k in ("night", "day", "ndcg@10", "bm25_ndcg@10", "zero_shot_macro",
-                                                   "wall_seconds", "stage_seconds", "finetune_queries", "version")}
+                                                   "wall_seconds", "stage_seconds", "finetune_queries", "version",
+                                                   "retrained")}
                             | {"train_sessions": (n.get("feedback") or {}).get("train_sessions"),
                                "clicks_used": n.get("clicks_used"),
                                "newest_traffic": n.get("newest_traffic")} for n in nights]}
@@ -148,7 +150,10 @@ def markdown(doc: dict[str, Any], command: str) -> str:
     for arm, entry in doc["arms"].items():
         lines += [f"## {arm}", "", f"Settings (index.static_query): `{json.dumps(entry['settings'])}`; profile "
                   f"{entry['profile']}; {entry['sessions_per_night']} sessions a night; RandPair share "
-                  f"{entry['randpair_share']}; gate: {entry['gate']}.", "",
+                  f"{entry['randpair_share']}; transformer "
+                  + (f"retrained {entry['retrain_steps']} steps a night on the clicks" if entry.get("retrain_steps")
+                     else "not retrained (the light profile)")
+                  + f"; gate: {entry['gate']}.", "",
                   "| night | day | nDCG@10 | BM25 | zero-shot macro | training sessions | click examples | wall s |",
                   "|---|---|---|---|---|---|---|---|"]
         for n in entry["nights"]:

@@ -9,6 +9,7 @@ scores) are loaded from what the terms ask for.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 from uniret.core.runs import read_run
@@ -22,6 +23,7 @@ from uniret.stages.recipe_stage import (
     train_and_save,
     write_skipped,
 )
+from uniret.stages.training_clicks import click_training_examples
 
 log = logging.getLogger("uniret.stages")
 
@@ -58,7 +60,14 @@ def run_biencoder_stage(
                                                cfg.min_teacher_top1)
     torch.manual_seed(cfg.train.seed)
     inputs = {}
-    if start_from:
+    if cfg.start_model:
+        path = Path(cfg.start_model)
+        if not path.is_dir():
+            raise FileNotFoundError(f"training.{stage}.start_model: {path} is not a checkpoint folder")
+        model, _ = load_model(path)
+        inputs["start_model"] = path
+        log.info("%s: warm start from %s (training.%s.start_model)", stage, path, stage)
+    elif start_from:
         source, path = latest_model_dir(ctx, start_from)
         model, _ = load_model(path)
         inputs["start_model"] = path
@@ -68,13 +77,22 @@ def run_biencoder_stage(
     model.train()
     mcfg = model.model_config
 
-    negatives = negatives_file(ctx, negatives_from)
-    inputs["negatives"] = negatives
     corpus = corpus_texts(ctx)
-    examples = build_examples(
-        read_records(negatives), cfg.group_size, list(corpus), cfg.train.seed, cfg.max_queries
-    )
+    examples = []
+    if cfg.clicks.labels or cfg.clicks.source == "none":
+        negatives = negatives_file(ctx, negatives_from)
+        inputs["negatives"] = negatives
+        examples = build_examples(
+            read_records(negatives), cfg.group_size, list(corpus), cfg.train.seed, cfg.max_queries
+        )
+    clicked, clicks_summary = click_training_examples(ctx, stage, cfg, list(corpus), len(examples))
+    examples += clicked
+    if clicked:
+        inputs["feedback"] = ctx.stage_dir("feedback")
     wanted = needs(terms)
+    if clicked and "bm25" in wanted:
+        raise ValueError(f"training.{stage}.clicks: the {recipe.name} recipe's {stage} terms read BM25 scores of "
+                         "the training queries' runs, which logged query texts have none; set clicks.source: none")
     teachers, collate_extra = {}, {}
     if "reranker" in wanted:
         teachers["reranker"] = reranker_teacher(reranker_model(ctx), cfg.train.batch_size * cfg.group_size)
@@ -100,6 +118,8 @@ def run_biencoder_stage(
     data = batches_for(examples, collate, cfg.train)
     compute_loss = make_compute_loss(build_composite(terms), teachers, idf)
     extra = {"examples": len(examples), "negatives_from": negatives_from, "terms": sorted(terms)}
+    if clicks_summary:
+        extra["clicks"] = clicks_summary
     if teacher_note:
         extra["teacher_check"] = teacher_note
     return train_and_save(ctx, stage, model, data, compute_loss, cfg, recipe.name, inputs, extra)

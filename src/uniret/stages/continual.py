@@ -3,7 +3,10 @@
 UnifieR (3.3): contrastive on both modules + the agreement KL between them (Eq. 9) + FLOPS;
 LED: lexicon-augmented contrastive + pair-wise rank consistency with the frozen lexical teacher
 (Eq. 11); Aggretriever: its warm-up objective on self-mined negatives. The objective is
-`losses.continual` of recipes/<recipe>.yaml. Writes artifacts/continual/{model/, metrics/, manifest.json}.
+`losses.continual` of recipes/<recipe>.yaml. With training.continual.clicks, serving's clicks (the
+feedback stage's pairs) join the examples or replace them (uniret.stages.training_clicks); with
+training.continual.start_model, it warm-starts from that checkpoint (production's) instead of warmup's.
+Writes artifacts/continual/{model/, metrics/, manifest.json}.
 """
 
 from __future__ import annotations

@@ -54,6 +54,15 @@ CLICK_MODEL_QRELS = "heldout/qrels/click_model.tsv"
 QRELS_HEADER = "query-id\tcorpus-id\tscore\n"
 
 
+def feedback_output(ctx: StageContext) -> Path | None:
+    """artifacts/feedback when the feedback stage ran on logs (None: it skipped, or never ran)."""
+    path = ctx.stage_dir(STAGE)
+    if not (path / MANIFEST).is_file():
+        return None
+    status = (read_manifest(path).get("metrics") or {}).get("status", "")
+    return path if status == "ok" else None
+
+
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     """One JSON object per line, written atomically."""
     with atomic_open(path) as fh:

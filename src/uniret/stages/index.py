@@ -36,6 +36,7 @@ from uniret.retrieval.sharded import EncoderSpec, encode_corpus
 from uniret.retrieval.sparse import vocab_tokens
 from uniret.runtime import MANIFEST as STAGE_MANIFEST
 from uniret.runtime import StageContext, read_manifest, stage_output
+from uniret.stages.feedback import feedback_output
 from uniret.utils.files import atomic_write_json, hash_path
 
 log = logging.getLogger("uniret.stages.index")
@@ -150,15 +151,6 @@ def _train_pairs(dataset: BeirDataset, others: list[BeirDataset], split: str, de
     return pairs
 
 
-def _feedback_dir(ctx: StageContext) -> Path | None:
-    """artifacts/feedback when the feedback stage ran on logs (None: it skipped, or never ran)."""
-    path = ctx.stage_dir("feedback")
-    if not (path / STAGE_MANIFEST).is_file():
-        return None
-    status = (read_manifest(path).get("metrics") or {}).get("status", "")
-    return path if status == "ok" else None
-
-
 def _with_clicks(pairs, clicks, docs: list):
     """The labelled pairs (weight 1 each) followed by the click examples (their weights)."""
     from uniret.training.static_tower import TrainPairs
@@ -200,7 +192,7 @@ def _static_query(ctx: StageContext, cfg: IndexConfig, model, tokenizer, dataset
     if scfg.finetune_epochs:
         pairs = (_train_pairs(dataset, others, data.train_split, dev_qids, docs) if scfg.train_labels
                  else TrainPairs(texts=[], positives=[]))
-    feedback = _feedback_dir(ctx)
+    feedback = feedback_output(ctx)
     clicks = None
     if feedback is not None:
         held = held_out_queries([dataset, *others], dataset.name, data.train_split, dev_qids)

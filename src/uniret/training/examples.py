@@ -61,6 +61,46 @@ def build_examples(
     return examples
 
 
+def resample_examples(
+    pairs: Sequence[tuple[str, str, float]],
+    n: int,
+    group_size: int,
+    corpus_ids: Sequence[str],
+    seed: int,
+    prefix: str = "click",
+) -> list[TrainExample]:
+    """`n` examples drawn with replacement from weighted (query text, positive doc, weight) `pairs`,
+    each with probability proportional to its weight, and group_size - 1 random corpus negatives.
+
+    Importance resampling: an IPS weight becomes how often a pair is trained on, so every loss term
+    stays an unweighted mean. Negatives are never a doc paired with the same query text. Query ids are
+    `prefix:<pair index>` (no qrels or BM25 run knows them).
+    """
+    kept = [(i, q, d, w) for i, (q, d, w) in enumerate(pairs) if w > 0]
+    if not kept or n <= 0:
+        return []
+    positives: dict[str, set[str]] = {}
+    for _, q, d, _ in kept:
+        positives.setdefault(q, set()).add(d)
+    rng = random.Random(f"{seed}:{prefix}")
+    drawn = rng.choices(kept, weights=[w for *_, w in kept], k=n)
+    examples = []
+    for draw, (i, query, pos, _) in enumerate(drawn):
+        excluded = positives[query]
+        negatives: list[str] = []
+        guard = 0
+        while len(negatives) < group_size - 1 and guard < 100 * group_size:
+            guard += 1
+            cand = corpus_ids[rng.randrange(len(corpus_ids))]
+            if cand not in excluded and cand not in negatives:
+                negatives.append(cand)
+        if len(negatives) < group_size - 1:
+            raise ValueError(f"resample_examples: the corpus ({len(corpus_ids)} docs) has too few documents "
+                             f"outside query {query!r}'s clicked ones for groups of {group_size}")
+        examples.append(TrainExample(f"{prefix}:{i}:{draw}", query, (pos, *negatives)))
+    return examples
+
+
 def _tokenize(tokenizer, texts: list[str], max_length: int) -> dict[str, torch.Tensor]:
     enc = tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
     return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
