@@ -3,7 +3,7 @@ the spans dated night by night, the feedback/index/evaluate stages and a promoti
 
 Two nights: night 1's traffic is held out (the newest day), night 2 trains on it, so the click
 examples reach the static tower and, with --retrain-steps, the transformer (night 1 has no training
-clicks and keeps its checkpoint). A factory checkpoint (untrained heads) starts it: the test checks
+clicks and keeps its checkpoint); with --canary-share, day 2 interleaves production with night 0's bundle. A factory checkpoint (untrained heads) starts it: the test checks
 the loop's plumbing, not what it learns (results/loop/ holds that, on the cpu profile).
 """
 
@@ -34,7 +34,7 @@ def test_two_nights_learn_from_clicks_and_promote_each_night(tmp_path, repo_root
     run = _uniret("loop", "run", "--arm", "debiased", "--work", str(work), "--nights", "2", "--sessions", "80",
                   "--profile", "tiny", "--checkpoint", str(checkpoint), "--cache", str(tmp_path / "none"),
                   "--data", str(shared_data), "--params", str(repo_root / "params.yaml"), "--randpair-share", "0.3",
-                  "--retrain-steps", "2", "--set", json.dumps(SET), cwd=tmp_path)
+                  "--retrain-steps", "2", "--canary-share", "0.5", "--set", json.dumps(SET), cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     doc = json.loads((work / "loop.json").read_text())
     nights = {n["night"]: n for n in doc["nights"]}
@@ -61,6 +61,12 @@ def test_two_nights_learn_from_clicks_and_promote_each_night(tmp_path, repo_root
     assert indexed == hash_path(work / "artifacts" / "continual" / "model") != hash_path(work / "production_model")
     records = [json.loads(line) for f in (work / "logs" / QUERIES).rglob("*.jsonl") for line in f.read_text().splitlines()]
     swapped = [r for r in records if "randpair" in r["query_attributes"]]
+    # day 2 interleaves night 1's production with night 0's bundle on about half the searches; day 1 had no canary
+    assert nights[1]["canary"] == {"candidate": nights[0]["version"], "production": nights[1]["version"], "share": 0.5}
+    assert "canary" not in nights[2]  # the last night starts none
+    mixed = {day: [r for r in records if r["timestamp"].startswith(day)
+                   and r["query_attributes"].get("interleaved_with") == nights[0]["version"]] for day in days}
+    assert not mixed[nights[1]["day"]] and 10 < len(mixed[nights[2]["day"]]) < 70
     assert 0 < len(swapped) < len(records)  # RandPair at 0.3: some answers shown with a swap, logged as shown
     for kind in (QUERIES, EVENTS):  # every record inside its simulated day
         for day in days:

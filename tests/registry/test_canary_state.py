@@ -50,6 +50,16 @@ def test_start_publishes_the_candidate_and_leaves_production(registry, tmp_path)
         _start(registry, tmp_path, "D")
 
 
+def test_a_published_bundle_is_tried_as_its_own_version_not_published_again(registry, tmp_path):
+    """The previous production as the candidate (the loop's same-day interleaving): its registry folder is
+    found by the hash recorded at publication, so no copy of it is published."""
+    promote(registry, _bundle(tmp_path, "next", "N"), evaluation=None, decision=None, lineage={}, version="v2",
+            dvc_push=False)
+    state = canary.start(registry, registry / "bundles" / "v1", CFG, evaluation=None, decision=None, lineage={})
+    assert state["candidate"] == "v1" and state["production"] == "v2"
+    assert sorted(p.name for p in (registry / "bundles").iterdir()) == ["v1", "v2"]
+
+
 def test_refusals_write_nothing(tmp_path):
     root = tmp_path / "registry"
     root.mkdir()

@@ -24,12 +24,14 @@ def _run(args: argparse.Namespace) -> int:
                                 "run `make demo` first or point at another model/ folder")
     if args.retrain_steps < 0:
         raise ValueError(f"--retrain-steps must be >= 0, got {args.retrain_steps}")
+    if not 0.0 <= args.canary_share <= 1.0:
+        raise ValueError(f"--canary-share must be in [0, 1], got {args.canary_share}")
     extra = json.loads(args.set) if args.set else {}
     cfg = LoopConfig(arm=args.arm, nights=args.nights, sessions=args.sessions, work=Path(args.work),
                      checkpoint=checkpoint.resolve(), data_root=root.resolve(), params=params.resolve(),
                      dataset=args.dataset, randpair_share=args.randpair_share, seed=args.seed,
                      cache=Path(args.cache) if args.cache else None, extra=extra, profile=args.profile or "cpu",
-                     until=args.until, retrain_steps=args.retrain_steps)
+                     until=args.until, retrain_steps=args.retrain_steps, canary_share=args.canary_share)
     summary = run_loop(cfg)
     print(json.dumps({n["night"]: n["ndcg@10"] for n in summary["nights"]}))
     return 0
@@ -81,6 +83,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--dataset", default="nfcorpus", help="traffic domain: its train queries are the traffic")
     r.add_argument("--randpair-share", type=float, default=0.1, help="share of answers with two adjacent results swapped")
     r.add_argument("--seed", type=int, default=7)
+    r.add_argument("--canary-share", type=float, default=0.0,
+                   help="from day 2, this share of searches interleaves production with the previous production "
+                        "bundle (a canary the loop never decides): same-day interventions for the propensities")
     r.add_argument("--retrain-steps", type=int, default=0,
                    help="click arms: nights with training clicks first retrain the transformer on them for this "
                         "many steps, warm-started from production's checkpoint (0: the light profile, no retraining)")

@@ -71,6 +71,9 @@ class LoopConfig:
     profile: str = "cpu"
     until: int | None = None  # stop after this night (arms run night by night, interleaved; days keep their dates)
     retrain_steps: int = 0  # > 0: nights with training clicks retrain the transformer on them first (click arms)
+    # > 0: from day 2, that share of searches interleaves production with the previous production bundle (a canary):
+    # team-draft's coin flips move documents between ranks on the same day, independently of that day's clicks
+    canary_share: float = 0.0
 
 
 def _day(n: int, nights: int) -> str:
@@ -281,7 +284,8 @@ def run_loop(cfg: LoopConfig) -> dict[str, Any]:
     ctx = make_context(params, cfg.profile, str(cfg.data_root), cfg.work / "artifacts")
     out_path = cfg.work / "loop.json"
     summary: dict[str, Any] = json.loads(out_path.read_text()) if out_path.is_file() else {}
-    summary.update(arm=cfg.arm, settings=ARMS[cfg.arm], retrain_steps=cfg.retrain_steps, profile=cfg.profile,
+    summary.update(arm=cfg.arm, settings=ARMS[cfg.arm], retrain_steps=cfg.retrain_steps,
+                   canary_share=cfg.canary_share, profile=cfg.profile,
                    dataset=cfg.dataset,
                    sessions_per_night=cfg.sessions, randpair_share=cfg.randpair_share, checkpoint=str(cfg.checkpoint),
                    gate="not run: every night's candidate is promoted (the loop measures learning)")
@@ -325,6 +329,8 @@ def run_loop(cfg: LoopConfig) -> dict[str, Any]:
             figures["retrained"] = (read_manifest(cfg.work / "artifacts" / "continual").get("metrics") or {}).get("clicks")
         figures.update(day=day, version=_promote(cfg, night, figures), stage_seconds=timings,
                        wall_seconds=round(time.perf_counter() - start, 1), simulation=sim)
+        if cfg.canary_share > 0 and night > 0 and traffic and night < last:
+            figures["canary"] = interleave_with_previous(cfg, nights[-1]["version"])
         nights.append(figures)
         tmp = out_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(summary, indent=2))
@@ -332,6 +338,21 @@ def run_loop(cfg: LoopConfig) -> dict[str, Any]:
         log.info("loop %s night %d: nDCG@10 %.4f (%.0f s)", cfg.arm, night, figures["ndcg@10"],
                  figures["wall_seconds"])
     return summary
+
+
+def interleave_with_previous(cfg: LoopConfig, previous: str) -> dict[str, Any]:
+    """Start a canary of the previous production bundle against the one just promoted, so the next day's
+    searches are interleaved on `canary_share` of them (the canary before it is stopped first). The loop
+    never decides it: it is there for the interventions, not for the promotion."""
+    from uniret.config.canary import CanaryConfig
+    from uniret.registry.canary import finish, running, start
+
+    root = cfg.work / "registry"
+    if running(root) is not None:
+        finish(root, "abandon", "loop: the next night's canary replaces it")
+    state = start(root, root / "bundles" / previous, CanaryConfig(share=cfg.canary_share), evaluation=None,
+                  decision=None, lineage={"loop": {"arm": cfg.arm, "interleaved_with_previous": True}})
+    return {"candidate": state["candidate"], "production": state["production"], "share": state["share"]}
 
 
 def _training_sessions(cfg: LoopConfig) -> int:

@@ -70,14 +70,18 @@ def _stamp(when: datetime) -> str:
 def start(root: str | Path, source: str | Path, cfg: CanaryConfig, *, evaluation: dict[str, Any] | None,
           decision: dict[str, Any] | None, lineage: dict[str, Any],
           attachments: dict[str, Path] | None = None) -> dict[str, Any]:
-    """Publish bundle folder `source` (or find it published) and start its canary against production.
+    """Publish bundle folder `source` (or find it published; a published folder of this registry is its
+    version) and start its canary against production.
 
     Refused (nothing written) with no production, while paused, for rejected content, for content
     that already is production, and while another canary runs (`uniret canary stop` ends it).
     `attachments`: published with the bundle (bundles.publish), e.g. its per-query evaluation.
     """
     root = Path(root)
-    content_hash = hash_path(source)
+    # a bundle this registry published already (e.g. the previous production) is known by its recorded hash:
+    # publishing added its manifest fields and checksums, so the folder's own hash differs
+    published = Path(source).resolve().parent == (root / BUNDLES).resolve()
+    content_hash = (bundles.read_manifest(source).get("bundle_hash") if published else None) or hash_path(source)
     with registry_lock(root):
         pointer = read_pointer(root)
         if pointer is None:
