@@ -68,3 +68,18 @@ def test_resampled_examples_follow_the_weights_and_never_draw_a_clicked_doc_as_n
     assert resample_examples([("q", "d1", 0.0)], 10, 4, corpus, seed=3) == []
     with pytest.raises(ValueError, match="too few documents"):
         resample_examples([("q", "d1", 1.0)], 1, 4, ["d1", "d2"], seed=3)
+
+
+def test_only_the_continual_stage_reads_clicks(tiny_ctx):
+    """dvc.yaml gives the continual stage alone artifacts/feedback as a dependency: clicks set on another
+    training stage are refused by name before anything is read."""
+    import dataclasses
+
+    from uniret.stages.training_clicks import click_training_examples
+
+    cfg = tiny_ctx.params.section("training").warmup
+    cfg = dataclasses.replace(cfg, clicks=dataclasses.replace(cfg.clicks, source="ips"))
+    with pytest.raises(ValueError, match=r"training.warmup.clicks: only training.continual.clicks"):
+        click_training_examples(tiny_ctx, "warmup", cfg, ["d1"], 0)
+    assert click_training_examples(tiny_ctx, "warmup", dataclasses.replace(cfg, clicks=tiny_ctx.params.section(
+        "training").continual.clicks), ["d1"], 0) == ([], {})

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from uniret.commands.outputs import output_argument
+from uniret.core.errors import ConfigError
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -23,9 +24,9 @@ def _run(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"--checkpoint {checkpoint}: not a uniret checkpoint folder (no uniret_model.json); "
                                 "run `make demo` first or point at another model/ folder")
     if args.retrain_steps < 0:
-        raise ValueError(f"--retrain-steps must be >= 0, got {args.retrain_steps}")
+        raise ConfigError(f"--retrain-steps must be >= 0, got {args.retrain_steps}")
     if not 0.0 <= args.canary_share <= 1.0:
-        raise ValueError(f"--canary-share must be in [0, 1], got {args.canary_share}")
+        raise ConfigError(f"--canary-share must be in [0, 1], got {args.canary_share}")
     extra = json.loads(args.set) if args.set else {}
     cfg = LoopConfig(arm=args.arm, nights=args.nights, sessions=args.sessions, work=Path(args.work),
                      checkpoint=checkpoint.resolve(), data_root=root.resolve(), params=params.resolve(),

@@ -36,6 +36,7 @@ from typing import Any
 import yaml
 
 from uniret.config.loader import merge_overrides
+from uniret.core.errors import ConfigError
 from uniret.ubi import EVENTS, QUERIES
 
 log = logging.getLogger("uniret.loop")
@@ -100,8 +101,6 @@ def write_params(cfg: LoopConfig) -> Path:
         "evaluate": {"expected_scores": []},
     }
     if cfg.retrain_steps:
-        if static["clicks"] == "none":
-            raise ValueError(f"retrain_steps: the {cfg.arm} arm has no clicks to retrain the transformer on")
         overrides["training"] = {"continual": {"start_model": str(cfg.work / PRODUCTION_MODEL),
                                                "clicks": {"source": static["clicks"], "labels": False}}}
         _write_recipes(cfg, raw)
@@ -277,6 +276,8 @@ def run_loop(cfg: LoopConfig) -> dict[str, Any]:
 
     if cfg.arm not in ARMS:
         raise ValueError(f"arm must be one of {sorted(ARMS)}, got {cfg.arm!r}")
+    if cfg.retrain_steps and ARMS[cfg.arm]["clicks"] == "none":
+        raise ConfigError(f"retrain_steps: the {cfg.arm} arm has no clicks to retrain the transformer on")
     cfg.work.mkdir(parents=True, exist_ok=True)
     (cfg.work / "logs").mkdir(exist_ok=True)
     params = write_params(cfg)

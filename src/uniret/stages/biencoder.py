@@ -12,6 +12,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from uniret.core.errors import ConfigError
 from uniret.core.runs import read_run
 from uniret.runtime import StageContext
 from uniret.stages.recipe_stage import (
@@ -91,7 +92,7 @@ def run_biencoder_stage(
         inputs["feedback"] = ctx.stage_dir("feedback")
     wanted = needs(terms)
     if clicked and "bm25" in wanted:
-        raise ValueError(f"training.{stage}.clicks: the {recipe.name} recipe's {stage} terms read BM25 scores of "
+        raise ConfigError(f"training.{stage}.clicks: the {recipe.name} recipe's {stage} terms read BM25 scores of "
                          "the training queries' runs, which logged query texts have none; set clicks.source: none")
     teachers, collate_extra = {}, {}
     if "reranker" in wanted:

@@ -14,10 +14,13 @@ import logging
 from typing import Any
 
 from uniret.config.recipes import StageTrainingConfig
+from uniret.core.errors import ConfigError
 from uniret.core.stage_files import DEV_QRELS
 from uniret.runtime import StageContext
 
 log = logging.getLogger("uniret.stages")
+
+CLICK_STAGE = "continual"  # the one training stage whose DVC stage depends on artifacts/feedback
 
 
 def click_example_count(cfg: StageTrainingConfig, n_labelled: int) -> int:
@@ -51,6 +54,8 @@ def click_training_examples(ctx: StageContext, stage: str, cfg: StageTrainingCon
     mix = cfg.clicks
     if mix.source == "none":
         return [], {}
+    if stage != CLICK_STAGE:  # dvc.yaml gives only the continual stage artifacts/feedback as a dependency
+        raise ConfigError(f"training.{stage}.clicks: only training.{CLICK_STAGE}.clicks may read clicks; set source: none")
     feedback = feedback_output(ctx)
     clicks = None
     if feedback is not None:
@@ -58,7 +63,7 @@ def click_training_examples(ctx: StageContext, stage: str, cfg: StageTrainingCon
     if clicks is None or not clicks.texts:
         why = "the feedback stage had no logs" if clicks is None else f"no usable click pairs ({clicks.left_out})"
         if not mix.labels:
-            raise ValueError(f"training.{stage}.clicks: labels is false but there are no clicks to train on: {why}")
+            raise ConfigError(f"training.{stage}.clicks: labels is false but there are no clicks to train on: {why}")
         log.warning("%s: no click examples mixed in: %s", stage, why)
         return [], {"source": mix.source, "examples": 0, "why": why}
     n = click_example_count(cfg, n_labelled)
