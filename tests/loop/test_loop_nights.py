@@ -86,3 +86,8 @@ def test_two_nights_learn_from_clicks_and_promote_each_night(tmp_path, repo_root
     assert cost["answers"] == 160 and 0 < cost["swapped"] < 160 and cost["ndcg10_shown_minus_ranked"] <= 0.05
     assert (out / "loop.png").stat().st_size > 1000 and "| 2 |" in (out / "loop.md").read_text()
     assert "transformer retrained 2 steps a night on the clicks" in (out / "loop.md").read_text()
+    mixing = report["arms"]["debiased"]["interleaving_cost"]  # day 2's interleaved answers against production's own
+    assert 0 < mixing["interleaved"] <= len(mixed[nights[2]["day"]]) and mixing["compared"] <= mixing["interleaved"]
+    if mixing["compared"]:  # a head query answered both ways on day 2 (Zipf traffic: nearly always)
+        assert abs(mixing["ndcg10_interleaved_minus_production"]) <= 1.0
+        assert "The canary's interleaving" in (out / "loop.md").read_text()

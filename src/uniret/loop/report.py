@@ -28,10 +28,14 @@ def _interval(work_a: Path, night_a: int, work_b: Path, night_b: int, name: str)
     return {"diff": round(cmp.diff, 4), "low": round(cmp.ci_low, 4), "high": round(cmp.ci_high, 4), "queries": len(a)}
 
 
-def randpair_cost(work: Path, qrels: dict[str, dict[str, int]], texts: dict[str, str]) -> dict[str, Any] | None:
-    """What RandPair's swaps cost the users: nDCG@10 of every logged answer as shown minus as ranked (the
-    swap undone), on the traffic's own qrels (the simulator's grades), over the arm's logged answers with a
-    relevant document; nDCG as the evaluate stage's graded form computes it (uniret.evaluation.graded)."""
+ON = "the logged answers, graded with the traffic's train qrels"
+
+
+def _answers(work: Path, qrels: dict[str, dict[str, int]], texts: dict[str, str]) -> list[dict[str, Any]]:
+    """Every logged answer to a judged query: its day, query, whether a canary interleaved it or RandPair
+    swapped two of its results, and its nDCG@10 as shown and as ranked (the swap undone), on the traffic's
+    own qrels (the simulator's grades); nDCG as the evaluate stage's graded form computes it
+    (uniret.evaluation.graded). Answers whose query has no relevant document get no nDCG and are left out."""
     from uniret.evaluation.graded import graded_ndcg
     from uniret.ubi import iter_records, list_days
 
@@ -39,10 +43,9 @@ def randpair_cost(work: Path, qrels: dict[str, dict[str, int]], texts: dict[str,
     for qid, text in texts.items():
         if qid in qrels:
             by_text.setdefault(text, qid)
-    judged: dict[str, dict[str, int]] = {}
+    rows, judged = [], {}
     shown_run: dict[str, dict[str, float]] = {}
     ranked_run: dict[str, dict[str, float]] = {}
-    swapped = 0
     for day in list_days(work / "logs"):
         for line in iter_records(work / "logs", QUERIES, day):
             rec = line.record or {}
@@ -50,21 +53,47 @@ def randpair_cost(work: Path, qrels: dict[str, dict[str, int]], texts: dict[str,
             if qid is None:
                 continue
             key = str(len(judged))  # one "query" per logged answer
+            attributes = rec.get("query_attributes", {})
             shown = rec["query_response_hit_ids"]
             ranked = list(shown)
-            if pair := rec.get("query_attributes", {}).get("randpair"):
+            if pair := attributes.get("randpair"):
                 i, j = pair[0] - 1, pair[1] - 1
                 ranked[i], ranked[j] = ranked[j], ranked[i]
-                swapped += 1
             judged[key] = qrels[qid]
             shown_run[key] = {d: float(len(shown) - r) for r, d in enumerate(shown)}
             ranked_run[key] = {d: float(len(ranked) - r) for r, d in enumerate(ranked)}
-    a, b = graded_ndcg(judged, shown_run, 10), graded_ndcg(judged, ranked_run, 10)
-    if not a:
+            rows.append({"key": key, "day": day, "query": qid, "swapped": bool(pair),
+                         "interleaved": "interleaved_with" in attributes})
+    shown_ndcg, ranked_ndcg = graded_ndcg(judged, shown_run, 10), graded_ndcg(judged, ranked_run, 10)
+    return [{**r, "shown": shown_ndcg[r["key"]], "ranked": ranked_ndcg[r["key"]]} for r in rows if r["key"] in shown_ndcg]
+
+
+def randpair_cost(answers: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """What RandPair's swaps cost the users: nDCG@10 of every logged answer as shown minus as ranked."""
+    if not answers:
         return None
-    diff = sum(a[k] - b[k] for k in a) / len(a)
-    return {"answers": len(judged), "swapped": swapped, "ndcg10_shown_minus_ranked": round(diff, 5),
-            "on": "the logged answers, graded with the traffic's train qrels"}
+    diff = sum(a["shown"] - a["ranked"] for a in answers) / len(answers)
+    return {"answers": len(answers), "swapped": sum(a["swapped"] for a in answers),
+            "ndcg10_shown_minus_ranked": round(diff, 5), "on": ON}
+
+
+def interleaving_cost(answers: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """What a canary's interleaving cost the users it served: per (day, query) answered both ways, the mean
+    nDCG@10 of the interleaved answers minus that of production's own (as ranked), weighted by the
+    interleaved answers. The canary's draw is random per search, so the difference is unbiased; None when
+    no answer was interleaved."""
+    strata: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
+    for a in answers:
+        mixed, plain = strata.setdefault((a["day"], a["query"]), ([], []))
+        (mixed if a["interleaved"] else plain).append(a["shown"] if a["interleaved"] else a["ranked"])
+    both = [(m, p) for m, p in strata.values() if m and p]
+    interleaved = sum(len(m) for m, _ in strata.values())
+    if not interleaved:
+        return None
+    weight = sum(len(m) for m, _ in both)
+    diff = sum(len(m) * (sum(m) / len(m) - sum(p) / len(p)) for m, p in both) / weight if weight else None
+    return {"interleaved": interleaved, "compared": weight, "strata": len(both),
+            "ndcg10_interleaved_minus_production": None if diff is None else round(diff, 5), "on": ON}
 
 
 def zero_shot_check(work: Path, night: int, domain: str, gate) -> dict[str, Any] | None:
@@ -123,7 +152,9 @@ def build(arms: dict[str, Path], eta: float = 1.0, domain: Path | None = None, g
             entry["propensities"] = {"night": night, "table": table, "simulator_relative": [round(float(t), 4) for t in truth],
                                      "max_abs_error": _max_error(table, truth)}
         if traffic is not None and doc["settings"].get("clicks") != "none":
-            entry["randpair_cost"] = randpair_cost(arms[arm], *traffic)
+            answers = _answers(arms[arm], *traffic)
+            entry["randpair_cost"] = randpair_cost(answers)
+            entry["interleaving_cost"] = interleaving_cost(answers)
         out["arms"][arm] = entry
     sky = out["arms"].get("skyline", {}).get("gain_last_vs_night0")
     for arm, entry in out["arms"].items():
@@ -177,6 +208,11 @@ def markdown(doc: dict[str, Any], command: str) -> str:
             lines += ["", f"RandPair's cost: {c['swapped']} of {c['answers']} logged answers shown with two adjacent "
                           f"results swapped; nDCG@10 as shown minus as ranked {c['ndcg10_shown_minus_ranked']:+.5f} "
                           f"per answer ({c['on']})."]
+        if (c := entry.get("interleaving_cost")) and c["ndcg10_interleaved_minus_production"] is not None:
+            lines += ["", f"The canary's interleaving: {c['interleaved']} logged answers interleaved; nDCG@10 "
+                          f"interleaved minus production's own, per (day, query) answered both ways ({c['compared']} "
+                          f"answers, {c['strata']} strata), {c['ndcg10_interleaved_minus_production']:+.5f} per "
+                          f"interleaved answer ({c['on']})."]
         if p := entry.get("propensities"):
             lines += ["", f"Propensities estimated on night {p['night']} (relative to rank 1) beside the simulator's; "
                           f"largest error {p['max_abs_error']}:", "",
