@@ -79,14 +79,13 @@ def run_biencoder_stage(
     mcfg = model.model_config
 
     corpus = corpus_texts(ctx)
+    corpus_ids = list(corpus)
     examples = []
     if cfg.clicks.labels or cfg.clicks.source == "none":
         negatives = negatives_file(ctx, negatives_from)
         inputs["negatives"] = negatives
-        examples = build_examples(
-            read_records(negatives), cfg.group_size, list(corpus), cfg.train.seed, cfg.max_queries
-        )
-    clicked, clicks_summary = click_training_examples(ctx, stage, cfg, list(corpus), len(examples))
+        examples = build_examples(read_records(negatives), cfg.group_size, corpus_ids, cfg.train.seed, cfg.max_queries)
+    clicked, clicks_summary = click_training_examples(ctx, stage, cfg, corpus_ids, len(examples))
     examples += clicked
     if clicked:
         inputs["feedback"] = ctx.stage_dir("feedback")
