@@ -66,7 +66,7 @@ def main() -> None:
     registry, logs = work / "registry", work / "logs"
     raw = yaml.safe_load(Path(args.params).read_text())
     raw["feedback"] = {**raw["feedback"], "log_dir": str(logs), "randpair_share": 0.0}
-    raw["serve"] = {**raw["serve"], "watch_interval_s": 0.0}
+    raw["serve"] = {**raw["serve"], "watch_interval_s": 0.0, "workers": 1}
     raw["registry"] = {**raw["registry"], "root": str(registry), "dvc_push": False}
     raw["simulate"] = {**raw["simulate"], "split": "dev"}
     params_path = work / "params.yaml"

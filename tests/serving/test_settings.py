@@ -64,3 +64,13 @@ def test_source_reads_the_pointer_and_checks_the_version(tmp_path):
     path, version = source.resolve("bundles/v3")  # relative: from the registry root
     assert path == tmp_path / "bundles" / "v3" and version.startswith("v3-")  # no version in its manifest
     assert version == bundle_version(path)
+
+
+def test_a_milvus_lite_file_is_served_by_one_worker(tmp_path, caplog):
+    """Each worker would start its own Lite server on the file; a server URI keeps the workers."""
+    p = _params(tmp_path, milvus={}, serve={"workers": 2})
+    with caplog.at_level("WARNING", logger="uniret.serving"):
+        lite = settings_from_params(p, bundle=str(tmp_path / "b"), engine="milvus", uri=str(tmp_path / "m.db"))
+    assert lite.serve.workers == 1 and "Milvus Lite file" in caplog.text
+    server = settings_from_params(p, bundle=str(tmp_path / "b"), engine="milvus", uri="http://127.0.0.1:19530")
+    assert server.serve.workers == 2

@@ -14,15 +14,29 @@ from uniret.config.serving import HttpBenchConfig
 log = logging.getLogger("uniret.bench")
 
 
-def rss_mb(pid: int) -> float | None:
-    """Resident memory of process `pid` in MB (Linux /proc), None where unavailable."""
+def _children(pid: int) -> list[int]:
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return round(int(line.split()[1]) / 1024.0, 1)
+        return [int(c) for task in Path(f"/proc/{pid}/task").iterdir()
+                for c in (task / "children").read_text().split()]
     except OSError:
-        return None
-    return None
+        return []
+
+
+def rss_mb(pid: int) -> float | None:
+    """Resident memory of process `pid` and its descendants in MB (Linux /proc; with several uvicorn
+    workers the bundle lives in the children), None where unavailable."""
+    total, pending = 0, [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            for line in Path(f"/proc/{current}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            if current == pid:
+                return None
+        pending.extend(_children(current))
+    return round(total / 1024.0, 1)
 
 
 def http_latency(bundle_dir: Path, params: Path, profile: str | None, queries: list[str], cfg: HttpBenchConfig,

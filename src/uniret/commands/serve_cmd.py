@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
+import shutil
+import tempfile
 
 log = logging.getLogger("uniret.serving")
 
@@ -29,6 +32,20 @@ def app_from_env():
     return create_app(_settings(json.loads(os.environ[SETTINGS_ENV])))
 
 
+@contextlib.contextmanager
+def _multiprocess_metrics():
+    """A fresh, empty folder for the workers' metric files ($PROMETHEUS_MULTIPROC_DIR, which the
+    spawned workers inherit), removed at exit: files left from an earlier run would be summed too."""
+    from uniret.serving.metrics import MULTIPROC_ENV
+
+    folder = tempfile.mkdtemp(prefix="uniret-metrics-")
+    os.environ[MULTIPROC_ENV] = folder
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -48,7 +65,8 @@ def _serve(args: argparse.Namespace) -> int:
     common = {"host": cfg.host, "port": cfg.port, "log_level": cfg.log_level, "http": NoDelayHttpProtocol}
     if cfg.workers > 1:
         os.environ[SETTINGS_ENV] = json.dumps(spec)
-        uvicorn.run("uniret.commands.serve_cmd:app_from_env", factory=True, workers=cfg.workers, **common)
+        with _multiprocess_metrics():
+            uvicorn.run("uniret.commands.serve_cmd:app_from_env", factory=True, workers=cfg.workers, **common)
     else:
         uvicorn.run(create_app(settings), **common)
     return 0

@@ -26,7 +26,7 @@ class ServeConfig:
     # modes, hybrid_fast), so a bundle served in hybrid_fast never loads the ONNX query graph;
     # all: every mode the bundle offers (the transformer modes load the query graph)
     modes: Literal["served", "all"] = "served"
-    workers: int = 1  # uvicorn processes; each loads the bundle and watches the pointer
+    workers: int = 2  # uvicorn processes; each loads the bundle and watches the pointer (why 2: E76)
     threads: int | None = None  # search threads per process (more requests wait in a queue); None: 4 per usable core
     # threads (first come, first served) for the searches of a mode that runs in Python under the GIL
     # (Searcher.gil_bound: the static modes, hybrid_fast): more only fight over the GIL (why 1: E43)

@@ -194,7 +194,12 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         ubi.start()
-        admin_pool.submit(initial_load)
+        if cfg.workers > 1:
+            # uvicorn lets a worker accept connections only after this returns: one still loading would
+            # answer 503 to whatever the kernel handed it, while /readyz, reaching another, says ready
+            await asyncio.get_running_loop().run_in_executor(admin_pool, initial_load)
+        else:  # one process: /healthz answers while the bundle loads
+            admin_pool.submit(initial_load)
         if watcher is not None:
             watcher.start()
         yield
@@ -207,6 +212,7 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
         ubi.close()  # writes what is queued
         if engine is not None:
             engine.close()
+        metrics.close_process()
 
     # no /docs, /redoc or /openapi.json: they answer without the admin token and load assets from a CDN
     app = FastAPI(title="uniret", description="Hybrid (learned-sparse + dense) first-stage retrieval",
@@ -232,9 +238,11 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
             raise HTTPException(503, "no bundle loaded yet")
         return ReadyResponse(status="ready", bundle=bundle_info(live, source.display))
 
+    exposition = metrics.exposition_registry()  # every worker's figures in multiprocess mode
+
     @app.get("/metrics")
     async def prometheus() -> Response:
-        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+        return Response(generate_latest(exposition), media_type=CONTENT_TYPE_LATEST)
 
     async def run_search(live: LiveBundle, mode: str, query: str, k: int) -> list[tuple[str, float]]:
         """One mode's top k on the search pool, with the request timeout; HTTPException 504/500 on failure."""

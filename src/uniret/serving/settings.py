@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,8 @@ from uniret.config.params import Params
 from uniret.config.retrieval import RetrievalConfig
 from uniret.config.serving import ServeConfig
 from uniret.serving.source import BundleSource
+
+log = logging.getLogger("uniret.serving")
 
 DEFAULT_TOKEN_ENV = "UNIRET_ADMIN_TOKEN"
 
@@ -67,6 +70,12 @@ def settings_from_params(
         milvus = replace(params.section("milvus"), uri=uri or params.section("milvus").uri)
         if not milvus.uri:
             raise ValueError("serving from Milvus needs --uri (or params milvus.uri)")
+        from uniret.milvus.client import is_lite
+
+        if serve.workers > 1 and is_lite(milvus.uri):  # each worker would start its own Lite server on the file
+            log.warning("serving one worker, not %d: the Milvus Lite file %s serves one process (a Milvus server "
+                        "URI serves several)", serve.workers, milvus.uri)
+            serve = replace(serve, workers=1)
     feedback = None
     if "feedback" in params.raw:
         feedback = params.section("feedback")

@@ -1,0 +1,84 @@
+"""`uniret serve --workers 2`: two uvicorn processes on one port (a real server on 127.0.0.1).
+
+- No search fails right after /readyz first answers: a worker takes connections only once its
+  bundle is loaded, so no request lands on one still loading.
+- Every scrape, whichever worker answers it, counts every worker's searches (prometheus_client's
+  multiprocess mode), where each worker alone served fewer.
+- The metric files' folder is gone once the server stops.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import threading
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+from prometheus_client.multiprocess import MultiProcessCollector
+
+from uniret.bench.http_client import post_json
+from uniret.bench.server import LOOPBACK, LocalServer
+
+SEARCHES = 48
+CLIENTS = 8  # connections open at once, so both workers accept some
+SCRAPES = 12
+START_TIMEOUT_S = 240.0  # hang guard, not a claimed bound
+
+
+def _scrape(port: int) -> str:
+    with urllib.request.urlopen(f"http://{LOOPBACK}:{port}/metrics", timeout=30) as answer:
+        return answer.read().decode()
+
+
+def _sample_sum(text: str, name: str, labels: str = "") -> float:
+    pattern = rf'^{name}\{{[^}}]*{labels}[^}}]*\}} (\S+)$' if labels else rf'^{name}(?:\{{[^}}]*\}})? (\S+)$'
+    return sum(float(v) for v in re.findall(pattern, text, re.M))
+
+
+def _searches_per_worker(folder: Path, scratch: Path) -> dict[str, float]:
+    """{pid: 200 searches} read from each worker's own metric files alone."""
+    counts = {}
+    for pid in sorted({f.stem.split("_")[-1] for f in folder.glob("*.db")}):
+        own = scratch / pid
+        own.mkdir(parents=True)
+        for f in folder.glob(f"*_{pid}.db"):
+            shutil.copy(f, own / f.name)
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry, str(own))
+        counts[pid] = sum(s.value for m in registry.collect() for s in m.samples
+                          if s.name == "uniret_search_requests_total" and s.labels.get("status") == "200")
+    return counts
+
+
+@pytest.mark.slow
+def test_two_workers_serve_from_the_start_and_every_scrape_counts_both(tiny_bundle, repo_root, tmp_path):
+    server = LocalServer(["--bundle", str(tiny_bundle)], repo_root / "params.yaml", "tiny",
+                         extra_args=["--workers", "2", "--modes", "served"], log_dir=tmp_path,
+                         env={"TMPDIR": str(tmp_path)})
+    with server:
+        server.start(START_TIMEOUT_S)
+        lock, statuses = threading.Lock(), []
+
+        def search(i: int) -> None:
+            status, _ = post_json(LOOPBACK, server.port, "/search", {"query": f"cancer cells {i % 7}", "k": 10})
+            with lock:
+                statuses.append(status)
+
+        with ThreadPoolExecutor(CLIENTS) as pool:  # a new connection per search
+            list(pool.map(search, range(SEARCHES)))
+        assert statuses == [200] * SEARCHES
+
+        folders = [p for p in tmp_path.iterdir() if p.name.startswith("uniret-metrics-")]
+        assert len(folders) == 1, folders
+        per_worker = _searches_per_worker(folders[0], tmp_path / "scratch")
+        assert len(per_worker) == 2 and sum(per_worker.values()) == SEARCHES
+        assert all(0 < n < SEARCHES for n in per_worker.values()), per_worker  # both served: a scrape must sum
+        for _ in range(SCRAPES):  # a fresh connection each: the kernel hands them to either worker
+            text = _scrape(server.port)
+            assert _sample_sum(text, "uniret_search_requests_total", 'status="200"') == SEARCHES
+            assert _sample_sum(text, "uniret_bundle_info") == 1.0  # the answering process's live bundle, one series
+    assert not folders[0].exists()
