@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from uniret.evaluation.fusion_tuning import TuningSet, learn_fusion_weights, simplex_grid
@@ -47,3 +49,21 @@ def test_sets_count_equally_whatever_their_size():
     assert choice.weights == [0.5, 0.5] and choice.score == pytest.approx(1.0)
     with pytest.raises(ValueError, match="same runs"):
         learn_fusion_weights([big, TuningSet("x", [{}], small_q)], step=0.5)
+
+
+def test_the_train_datasets_own_dev_split_is_not_away_from_it():
+    """The loop's dev set is its traffic domain's dev split: no set to learn the other corpora's weights on."""
+    from uniret.evaluation.fusion_learning import away_sets
+
+    sets = [SimpleNamespace(name=n) for n in ("scifact", "nfcorpus/dev")]
+    assert [t.name for t in away_sets(sets, "scifact")] == ["nfcorpus/dev"]
+    assert away_sets(sets[1:], "nfcorpus") == []
+
+
+def test_configured_zero_shot_weights_are_normalised_and_must_match_the_runs():
+    from uniret.core.errors import ConfigError
+    from uniret.evaluation.fusion_learning import fixed_weights
+
+    assert fixed_weights([0.7, 0.2, 1.1], ["bm25", "lexical_static", "dense_feedback"], "hybrid_fast") == [0.35, 0.1, 0.55]
+    with pytest.raises(ConfigError, match=r"zero_shot_weights.hybrid_fast: 2 weights for the 3 runs"):
+        fixed_weights([0.5, 0.5], ["bm25", "lexical_static", "dense_feedback"], "hybrid_fast")

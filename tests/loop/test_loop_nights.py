@@ -15,6 +15,7 @@ import sys
 
 from uniret.config.models import ModelConfig
 from uniret.models.factory import build_model, save_model
+from uniret.retrieval.bundle import fusion_weights_of, read_bundle_manifest
 from uniret.runtime import read_manifest
 from uniret.ubi import EVENTS, QUERIES, list_days
 from uniret.utils.files import hash_path
@@ -59,6 +60,12 @@ def test_two_nights_learn_from_clicks_and_promote_each_night(tmp_path, repo_root
     assert read_manifest(work / "artifacts" / "continual")["metrics"]["steps"] == 2
     indexed = read_manifest(work / "artifacts" / "index")["inputs"]["model"]  # the retrained model, not the start
     assert indexed == hash_path(work / "artifacts" / "continual" / "model") != hash_path(work / "production_model")
+    # the traffic domain's dev split is the loop's only dev set: the other corpora keep production's weights (E77)
+    for night in (1, 2):
+        served, carried = (read_bundle_manifest(work / "registry" / "bundles" / nights[n]["version"])
+                           for n in (night - 1, night))
+        assert fusion_weights_of(carried, other_corpus=True) == fusion_weights_of(served, other_corpus=True)
+        assert carried["fusion"]["modes"]["hybrid_fast"]["zero_shot_sets"] == []  # configured, not learned
     records = [json.loads(line) for f in (work / "logs" / QUERIES).rglob("*.jsonl") for line in f.read_text().splitlines()]
     swapped = [r for r in records if "randpair" in r["query_attributes"]]
     # day 2 interleaves night 1's production with night 0's bundle on about half the searches; day 1 had no canary

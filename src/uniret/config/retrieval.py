@@ -277,10 +277,18 @@ class FusionTuningConfig:
     enabled: bool = True
     grid_step: float = 0.05  # weights on the simplex in steps of this size
     metric: str = "ndcg@10"
+    # {fusion mode: weights} for the corpora other than the train dataset when no dev set lies away from
+    # it (the loop's: its traffic domain's dev split only), instead of the weights learned on that domain;
+    # the loop carries production's here every night (why: E77). Empty: the learned weights everywhere.
+    zero_shot_weights: dict[str, list[float]] = field(default_factory=dict)
 
     def validate(self) -> None:
         if not 0.0 < self.grid_step <= 0.5:
             raise ValueError(f"grid_step must be in (0, 0.5], got {self.grid_step}")
+        for mode, weights in self.zero_shot_weights.items():
+            if not weights or any(w < 0 for w in weights) or sum(weights) <= 0:
+                raise ValueError(f"zero_shot_weights.{mode} must be non-negative weights with a positive sum, "
+                                 f"got {weights}")
 
 
 @dataclass

@@ -15,6 +15,7 @@ from typing import Any
 
 from uniret.config.modes import BM25_SIGNALS, FUSION_MODES  # FUSION_MODES: weights learned on the dev split
 from uniret.config.retrieval import IndexConfig, RetrievalConfig
+from uniret.core.errors import ConfigError
 from uniret.core.runs import ranked
 from uniret.core.stage_files import BM25_INDEXES, DEV_QRELS, DEV_RUNS, TRAIN_RUN
 from uniret.data.beir import BeirDataset
@@ -51,6 +52,21 @@ def tuning_runs(queries: dict[str, str], docids: list[str], encoded, encoder, rc
         finally:
             rm3.close()
     return runs
+
+
+def away_sets(tuning: list, train_dataset: str) -> list:
+    """The tuning sets of datasets other than `train_dataset` (its dev carve is named after it, its own
+    dev split `<name>/<split>`)."""
+    return [t for t in tuning if t.name != train_dataset and not t.name.startswith(f"{train_dataset}/")]
+
+
+def fixed_weights(weights: list[float], runs: list[str], mode: str) -> list[float]:
+    """`weights` (index.fusion.zero_shot_weights of `mode`) normalised to sum 1, one per fused run."""
+    if len(weights) != len(runs):
+        raise ConfigError(f"index.fusion.zero_shot_weights.{mode}: {len(weights)} weights for the {len(runs)} runs "
+                          f"{mode} fuses ({', '.join(runs)})")
+    total = sum(weights)
+    return [round(w / total, 6) for w in weights]
 
 
 def _cut(run: dict, depth: int) -> dict:
@@ -124,11 +140,14 @@ def learn_fusion(ctx: StageContext, cfg: IndexConfig, rcfg: RetrievalConfig, dat
             "dev_single": dict(zip(names, [round(x, 5) for x in choice.single_scores], strict=True))}
         # another corpus gets weights learned on the other corpora's dev sets only: trained on the train
         # queries, the heads are stronger on their own corpus than elsewhere (E42)
-        away = [t for t in tuning if t.name != dataset.name]
+        away = away_sets(tuning, dataset.name)
         if away and len(away) < len(tuning):
             other = learn_fusion_weights(away, cfg.fusion.grid_step, cfg.fusion.metric)
             entry.update(zero_shot_weights=other.weights, zero_shot_dev_score=round(other.score, 5),
                          zero_shot_sets=[t.name for t in away])
+        elif not away and mode in cfg.fusion.zero_shot_weights:  # none to learn them on: the configured ones (E77)
+            entry.update(zero_shot_weights=fixed_weights(cfg.fusion.zero_shot_weights[mode], names, mode),
+                         zero_shot_sets=[])
         log.info("index: %s weights %s on dev sets %s: %s %.4f (single runs %s); other corpora: %s", mode,
                  dict(zip(names, choice.weights, strict=True)), out["sets"], cfg.fusion.metric, choice.score,
                  entry["dev_single"], entry.get("zero_shot_weights"))

@@ -11,6 +11,8 @@ domain's corpus with the starting checkpoint and promotes it. Each night n then:
 The light profile (issue 56's "cost" clause): the transformer is not retrained; what learns is the
 query side of the served mode (the static tower fine-tuned on the clicks, distilled on the logged
 query texts) and its fusion weights; the corpus encodings of the checkpoint are cached across nights.
+The fusion weights are learned on the traffic domain's dev split, the loop's only dev set: the other
+corpora keep the weights production serves them with (index.fusion.zero_shot_weights, E77).
 With `retrain_steps` (click arms), a night with training clicks also runs the continual stage first:
 `retrain_steps` steps on the arm's clicks alone (training.continual.clicks, labels off), warm-started
 from the checkpoint production was built from; the index stage then encodes the corpora again.
@@ -282,7 +284,6 @@ def run_loop(cfg: LoopConfig) -> dict[str, Any]:
     (cfg.work / "logs").mkdir(exist_ok=True)
     params = write_params(cfg)
     seed_checkpoint(cfg)
-    ctx = make_context(params, cfg.profile, str(cfg.data_root), cfg.work / "artifacts")
     out_path = cfg.work / "loop.json"
     summary: dict[str, Any] = json.loads(out_path.read_text()) if out_path.is_file() else {}
     summary.update(arm=cfg.arm, settings=ARMS[cfg.arm], retrain_steps=cfg.retrain_steps,
@@ -307,7 +308,9 @@ def run_loop(cfg: LoopConfig) -> dict[str, Any]:
             # night 0 learns from nothing: the starting model on the domain's corpus (no labels, no logs)
             night_ctx = make_context(_night0_params(cfg, params), cfg.profile, str(cfg.data_root), cfg.work / "artifacts")
         else:
-            stages, night_ctx = NIGHT_STAGES, ctx
+            params = carry_zero_shot_weights(params, cfg.work / "registry" / "bundles" / nights[-1]["version"])
+            stages = NIGHT_STAGES
+            night_ctx = make_context(params, cfg.profile, str(cfg.data_root), cfg.work / "artifacts")
             if traffic:
                 began = datetime.now(UTC)
                 sim = serve_day(cfg, params, night)
@@ -339,6 +342,20 @@ def run_loop(cfg: LoopConfig) -> dict[str, Any]:
         log.info("loop %s night %d: nDCG@10 %.4f (%.0f s)", cfg.arm, night, figures["ndcg@10"],
                  figures["wall_seconds"])
     return summary
+
+
+def carry_zero_shot_weights(params: Path, production: Path) -> Path:
+    """The arm's params with index.fusion.zero_shot_weights := the weights the `production` bundle serves
+    the other corpora with: the loop has no dev set away from its traffic domain to learn them on (E77)."""
+    from uniret.retrieval.bundle import fusion_weights_of, read_bundle_manifest
+
+    weights = fusion_weights_of(read_bundle_manifest(production), other_corpus=True)
+    raw = yaml.safe_load(params.read_text(encoding="utf-8"))
+    raw["index"].setdefault("fusion", {})["zero_shot_weights"] = weights
+    tmp = params.with_suffix(".tmp")
+    tmp.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+    tmp.replace(params)
+    return params
 
 
 def interleave_with_previous(cfg: LoopConfig, previous: str) -> dict[str, Any]:
