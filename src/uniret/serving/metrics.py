@@ -105,7 +105,6 @@ class ServingMetrics:
             registry.register(collector)
         return registry
 
-
     @staticmethod
     def close_process() -> None:
         """In multiprocess mode, drop this worker's live gauges from the summed files (it is exiting)."""
