@@ -5,12 +5,16 @@
 - Every scrape, whichever worker answers it, counts every worker's searches (prometheus_client's
   multiprocess mode), where each worker alone served fewer.
 - The metric files' folder is gone once the server stops.
+- A killed worker's in-flight count leaves the sum when the next worker starts; its searches stay.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import subprocess
+import sys
 import threading
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +26,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from uniret.bench.http_client import post_json
 from uniret.bench.server import LOOPBACK, LocalServer
+from uniret.serving.metrics import MULTIPROC_ENV, drop_dead_workers
 
 SEARCHES = 48
 CLIENTS = 8  # connections open at once, so both workers accept some
@@ -82,3 +87,24 @@ def test_two_workers_serve_from_the_start_and_every_scrape_counts_both(tiny_bund
             assert _sample_sum(text, "uniret_search_requests_total", 'status="200"') == SEARCHES
             assert _sample_sum(text, "uniret_bundle_info") == 1.0  # the answering process's live bundle, one series
     assert not folders[0].exists()
+
+
+def test_a_killed_workers_in_flight_count_leaves_the_sum_but_its_searches_stay(tmp_path):
+    """A worker killed mid-search never marks itself dead: the next worker to start drops its live gauge."""
+    script = ("from prometheus_client import CollectorRegistry, Counter, Gauge\n"
+              "r = CollectorRegistry()\n"
+              "Gauge('uniret_search_inflight', 'x', registry=r, multiprocess_mode='livesum').set(3)\n"
+              "Counter('uniret_search_requests', 'x', registry=r).inc(5)\n")
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, MULTIPROC_ENV: str(tmp_path)}, timeout=60)
+    assert done.returncode == 0
+
+    def summed() -> dict[str, float]:
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry, str(tmp_path))
+        return {s.name: s.value for m in registry.collect() for s in m.samples}
+
+    assert summed() == {"uniret_search_inflight": 3.0, "uniret_search_requests_total": 5.0}
+    (live,) = tmp_path.glob("gauge_livesum_*.db")
+    assert drop_dead_workers(tmp_path) == [int(live.stem.rsplit("_", 1)[1])]
+    assert summed() == {"uniret_search_requests_total": 5.0}
+    assert drop_dead_workers(tmp_path) == []

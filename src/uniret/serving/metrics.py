@@ -99,6 +99,7 @@ class ServingMetrics:
             return self.registry
         from prometheus_client.multiprocess import MultiProcessCollector
 
+        drop_dead_workers(path)  # a worker that replaces a crashed one clears its in-flight count
         registry = CollectorRegistry()
         MultiProcessCollector(registry, path)
         for collector in self._process_collectors:
@@ -112,6 +113,23 @@ class ServingMetrics:
             from prometheus_client.multiprocess import mark_process_dead
 
             mark_process_dead(os.getpid(), path)
+
+
+def drop_dead_workers(path: str | Path) -> list[int]:
+    """Remove the live gauges of worker processes that no longer exist (killed, so never marked dead
+    at shutdown) from the multiprocess folder `path`; returns their pids. Their counters stay."""
+    from prometheus_client.multiprocess import mark_process_dead
+
+    dead = []
+    for pid in sorted({int(f.stem.rsplit("_", 1)[1]) for f in Path(path).glob("gauge_live*_*.db")}):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            mark_process_dead(pid, str(path))
+            dead.append(pid)
+        except PermissionError:  # alive, another user's
+            pass
+    return dead
 
 
 class InfoGauges:
