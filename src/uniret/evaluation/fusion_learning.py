@@ -148,6 +148,9 @@ def learn_fusion(ctx: StageContext, cfg: IndexConfig, rcfg: RetrievalConfig, dat
         elif not away and mode in cfg.fusion.zero_shot_weights:  # none to learn them on: the configured ones (E77)
             entry.update(zero_shot_weights=fixed_weights(cfg.fusion.zero_shot_weights[mode], names, mode),
                          zero_shot_sets=[])
+        if away and mode in cfg.fusion.zero_shot_weights:
+            log.warning("index: index.fusion.zero_shot_weights.%s not used: dev sets away from %s exist (%s)", mode,
+                        dataset.name, ", ".join(t.name for t in away))
         log.info("index: %s weights %s on dev sets %s: %s %.4f (single runs %s); other corpora: %s", mode,
                  dict(zip(names, choice.weights, strict=True)), out["sets"], cfg.fusion.metric, choice.score,
                  entry["dev_single"], entry.get("zero_shot_weights"))
