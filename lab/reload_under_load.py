@@ -55,18 +55,15 @@ def main() -> int:
                 10**7, args.seconds, stop=stop)))
             load.start()
             time.sleep(args.promote_after)
-            flipped = time.monotonic()
             with registry_lock(registry):
                 point_to(registry, b)
             load.join()
         r = result["r"]
-    after = r.versions[len(r.versions) // 2:]
     out = {"workers": serve.workers, "watch_interval_s": serve.watch_interval_s, "clients": args.clients,
            "seconds": args.seconds, "promoted_after_s": args.promote_after, "from": a, "to": b,
            "requests": len(r.statuses), "failed": sum(s != 200 for s in r.statuses) + len(r.errors),
            "statuses": dict(Counter(map(str, r.statuses))), "errors": r.errors[:5],
-           "versions": dict(Counter(map(str, r.versions))), "second_half_versions": dict(Counter(map(str, after))),
-           "last_version_per_client": r.per_client_last_version, "flipped_at_monotonic": flipped,
+           "versions": dict(Counter(map(str, r.versions))), "last_version_per_client": r.per_client_last_version,
            "load_average": os.getloadavg()[0], "machine": machine_info()}
     atomic_write_json(args.out, out)
     print({k: out[k] for k in ("workers", "requests", "failed", "versions", "last_version_per_client")})

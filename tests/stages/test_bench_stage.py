@@ -56,6 +56,7 @@ def test_bench_stage_measures_the_served_mode_sizes_and_http(benched):
     http = bench["http"]
     assert http["mode"] == "uni" and set(http["levels"]) == {"1", "4"}
     assert all(level["failed"] == 0 and level["n"] > 0 for level in http["levels"].values())
+    assert all(level["server_rss_mb"] > 100 for level in http["levels"].values())  # the server's bundle, JVM and ONNX
     assert metrics["sections_failed"] == [] and metrics["http_clients"] == 4
     # a cold start (empty registry): nothing to time the candidate beside
     assert bench["vs_production"] == {"skipped": "no production bundle (cold start): nothing to compare with"}

@@ -14,29 +14,23 @@ from uniret.config.serving import HttpBenchConfig
 log = logging.getLogger("uniret.bench")
 
 
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(c) for task in Path(f"/proc/{pid}/task").iterdir()
-                for c in (task / "children").read_text().split()]
-    except OSError:
-        return []
-
-
 def rss_mb(pid: int) -> float | None:
-    """Resident memory of process `pid` and its descendants in MB (Linux /proc; with several uvicorn
-    workers the bundle lives in the children), None where unavailable."""
-    total, pending = 0, [pid]
-    while pending:
-        current = pending.pop()
+    """Resident memory of process `pid` and its descendants in MB (with several uvicorn workers the
+    bundle lives in the children), None where unavailable. psutil, as uniret.bench.growth reads it."""
+    import psutil
+
+    try:
+        parent = psutil.Process(pid)
+        total = parent.memory_info().rss
+        children = parent.children(recursive=True)
+    except psutil.Error:
+        return None
+    for child in children:
         try:
-            for line in Path(f"/proc/{current}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-        except OSError:
-            if current == pid:
-                return None
-        pending.extend(_children(current))
-    return round(total / 1024.0, 1)
+            total += child.memory_info().rss
+        except psutil.Error:  # exited since it was listed
+            pass
+    return round(total / 2**20, 1)
 
 
 def http_latency(bundle_dir: Path, params: Path, profile: str | None, queries: list[str], cfg: HttpBenchConfig,
