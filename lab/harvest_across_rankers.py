@@ -1,9 +1,12 @@
-"""Intervention harvesting on a loop arm's logs: across rankers (successive bundles) against within each
-ranker (RandPair's swaps only), beside the simulator's propensities (E68).
+"""Intervention harvesting on a loop arm's logs: across rankers (successive bundles), within each ranker
+(RandPair's swaps only, E68) and within each day (any two lists shown the same day, E79), beside the
+simulator's propensities.
 
 A bundle trained on the previous day's clicks moves documents because of those clicks, so a document's
-CTR compared across two bundles carries the winner's curse; a RandPair swap is drawn independently of
-the clicks. Reads the UBI spans of the given days (the feedback stage's training window).
+CTR compared across two bundles carries the winner's curse; a RandPair swap or a canary's interleaving is
+drawn independently of the clicks, and every list of one day comes from bundles trained on earlier days.
+Reads the UBI spans of the given days (the feedback stage's training window). `weight` is the harvest's
+total weight (harmonic pair counts): how much comparison each rule reads.
 
 Usage: python lab/harvest_across_rankers.py LOG_DIR DAY [DAY ...] [--out lab/results/harvest_across_rankers.json]
 """
@@ -16,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from uniret.clicks.harvest import harvest_propensities
+from uniret.clicks.harvest import harvest, harvest_propensities
 from uniret.clicks.protocol import ClickProtocol
 from uniret.clicks.sessions import sessions_from_ubi
 from uniret.ubi import EVENTS, QUERIES
@@ -41,12 +44,16 @@ def main(argv: list[str] | None = None) -> int:
     truth = ClickProtocol().relative_examination(args.depth)
     result = {"days": args.days, "impressions": len(sessions), "rankers": sessions.rankers(),
               "simulator": [round(float(t), 4) for t in truth]}
-    for name, within in (("across_rankers", False), ("within_rankers", True)):
-        est = np.array(harvest_propensities(sessions, args.depth, within_rankers=within).relative)
+    for name, within in (("across_rankers", "all"), ("within_rankers", "ranker"), ("within_days", "day")):
+        est = np.array(harvest_propensities(sessions, args.depth, within=within).relative)
         err = np.abs(est - truth)
+        groups = [sessions] if within == "all" else list(sessions.groups(within).values())
+        weight = sum(float(harvest(g.counts(args.depth)).weight.sum()) for g in groups)
         result[name] = {"relative": [None if np.isnan(v) else round(float(v), 4) for v in est],
-                        "max_abs_error": round(float(np.nanmax(err)), 4)}
-        print(f"{name:>15}: {np.round(est, 3)}  largest error {np.nanmax(err):.3f}")
+                        "max_abs_error": round(float(np.nanmax(err)), 4),
+                        "mean_abs_error_2_10": round(float(np.nanmean(err[1:])), 4), "weight": round(weight, 1)}
+        print(f"{name:>15}: {np.round(est, 3)}  largest error {np.nanmax(err):.3f}, mean {np.nanmean(err[1:]):.3f}, "
+              f"weight {weight:.0f}")
     print(f"{'simulator':>15}: {np.round(truth, 3)}")
     atomic_write_json(args.out, result)
     return 0

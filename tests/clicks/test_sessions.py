@@ -47,6 +47,18 @@ def test_join_takes_the_shown_depth_from_impressions_else_from_the_hits_and_clic
     assert len(join.sessions.only(["b2/hybrid_fast"])) == 1
 
 
+def test_each_impression_carries_its_utc_day_and_sessions_group_by_it():
+    late = _query("b", ["d1"]) | {"timestamp": "2026-12-04T23:30:00-02:00"}  # 01:30 UTC on the 5th
+    undated = _query("c", ["d1"]) | {"timestamp": "yesterday"}
+    sessions = sessions_from_ubi([_query("a", ["d1"]), late, undated], []).sessions
+    assert [imp.day for imp in sessions] == ["2026-12-04", "2026-12-05", ""]
+    assert {day: len(s) for day, s in Sessions(list(sessions)[:2]).groups("day").items()} == {
+        "2026-12-04": 1, "2026-12-05": 1}
+    with pytest.raises(ClickDataError, match=r"c \[timestamp\]: has no UTC day"):
+        sessions.groups("day")
+    assert set(sessions.groups("ranker")) == {"b1/hybrid_fast"}
+
+
 def test_a_click_below_the_deepest_impression_extends_the_shown_depth():
     join = sessions_from_ubi([_query("a", ["d1", "d2", "d3", "d4"])],
                              [_event("impression", "a", "d1", 1), _event("click", "a", "d3", 3)])

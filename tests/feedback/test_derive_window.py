@@ -19,8 +19,8 @@ def test_window_holds_out_the_newest_closed_day_and_never_trains_on_it():
     assert choose_window(["2026-12-01"], 7).train == () and choose_window([], 7).heldout is None
 
 
-def _imp(query: str, hits: str, clicked: set[int], ranker: str = "r1") -> Impression:
-    return Impression(query_key(query), query, tuple(hits), frozenset(clicked), ranker, client_id="c")
+def _imp(query: str, hits: str, clicked: set[int], ranker: str = "r1", day: str = "2026-12-01") -> Impression:
+    return Impression(query_key(query), query, tuple(hits), frozenset(clicked), ranker, client_id="c", day=day)
 
 
 def test_swaps_are_harvested_and_a_rank_no_swap_links_gets_no_ips_weight():
@@ -28,7 +28,7 @@ def test_swaps_are_harvested_and_a_rank_no_swap_links_gets_no_ips_weight():
     train = Sessions([_imp("q", "abc", {1}, "r1"), _imp("q", "bac", {1}, "r2")] * 20 +
                      [_imp("q", "abc", {2}, "r1"), _imp("q", "bac", set(), "r2")] * 10 + [_imp("q", "abc", {3})])
     got = derive(train, Sessions([_imp("q", "abc", {1})]), depth=3, em_iterations=50, clip=10.0,
-                 coec_min_impressions=1, within_rankers=False)
+                 coec_min_impressions=1, within="all")
     assert got.estimators == ["harvest", "harvest", None]
     assert "ranks [3]" in got.propensity_note and got.table()[2]["em_relative"] is not None
     ips = {p.position: p.weight for p in got.ips.pairs}
@@ -40,16 +40,38 @@ def test_swaps_are_harvested_and_a_rank_no_swap_links_gets_no_ips_weight():
 
 
 def test_within_rankers_only_a_swap_inside_one_ranker_identifies_a_rank():
-    # the default: a move between rankers (r1 -> r2) is not an intervention (r2 may have learned from r1's
-    # clicks, E68); a RandPair swap inside r1 ("bac" shown by r1) is
-    moved = Sessions([_imp("q", "abc", {1}, "r1"), _imp("q", "bac", {1}, "r2")] * 20)
-    got = derive(moved, Sessions([]), depth=3, em_iterations=50, clip=10.0, coec_min_impressions=1)
+    # a move between rankers (r1 -> r2) is not an intervention (r2 may have learned from r1's clicks, E68);
+    # a RandPair swap inside r1 ("bac" shown by r1) is
+    moved = Sessions([_imp("q", "abc", {1}, "r1", "2026-12-01"), _imp("q", "bac", {1}, "r2", "2026-12-01")] * 20)
+    got = derive(moved, Sessions([]), depth=3, em_iterations=50, clip=10.0, coec_min_impressions=1, within="ranker")
     assert got.estimators == ["harvest", None, None] and not [p for p in got.ips.pairs if p.position > 1]
     swapped = Sessions([_imp("q", "abc", {1}, "r1")] * 20 + [_imp("q", "bac", {1}, "r1")] * 20
                        + [_imp("q", "abc", {2}, "r1")] * 10)
-    got = derive(swapped, Sessions([]), depth=3, em_iterations=50, clip=10.0, coec_min_impressions=1)
+    got = derive(swapped, Sessions([]), depth=3, em_iterations=50, clip=10.0, coec_min_impressions=1,
+                 within="ranker")
     assert got.estimators == ["harvest", "harvest", None]
     assert got.propensities.method.endswith("-within-rankers")
+
+
+def test_within_days_two_rankers_of_one_day_identify_a_rank_and_two_days_do_not():
+    # the default (E79): every list of one day comes from bundles trained on earlier days, so a move between
+    # two rankers shown the same day (a canary's interleaving beside production) is an intervention; the
+    # same move across two days (r2 may have learned from day 1's clicks) is not
+    same_day = Sessions([_imp("q", "abc", {1}, "r1"), _imp("q", "bac", {1}, "r2")] * 20
+                        + [_imp("q", "abc", {2}, "r1")] * 10)
+    got = derive(same_day, Sessions([]), depth=3, em_iterations=50, clip=10.0, coec_min_impressions=1)
+    assert got.estimators == ["harvest", "harvest", None]
+    assert got.propensities.method.endswith("-within-days")
+    two_days = Sessions([_imp("q", "abc", {1}, "r1", "2026-12-01"), _imp("q", "bac", {1}, "r2", "2026-12-02")] * 20
+                        + [_imp("q", "abc", {2}, "r1", "2026-12-01")] * 10)
+    got = derive(two_days, Sessions([]), depth=3, em_iterations=50, clip=10.0, coec_min_impressions=1)
+    assert got.estimators == ["harvest", None, None] and not [p for p in got.ips.pairs if p.position > 1]
+
+
+def test_within_days_refuses_an_impression_with_no_day():
+    undated = Sessions([_imp("q", "abc", {1}, "r1", ""), _imp("q", "bac", {1}, "r2", "")] * 5)
+    got = derive(undated, Sessions([]), depth=3, em_iterations=50, clip=10.0, coec_min_impressions=1)
+    assert got.propensities is None and "has no UTC day" in got.propensity_note and not got.ips.pairs
 
 
 def test_no_training_clicks_means_no_pairs_and_says_why():

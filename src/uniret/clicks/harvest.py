@@ -30,6 +30,7 @@ from uniret.clicks.propensity import Convergence, Propensities, connected_to_fir
 from uniret.clicks.sessions import ClickDataError, PairCounts, Sessions
 
 Weighting = Literal["pairs", "harmonic"]
+Within = Literal["all", "ranker", "day"]
 EPS = 1e-9
 
 
@@ -94,13 +95,13 @@ def all_pairs(h: Harvest, ranks: np.ndarray, max_iterations: int = 1000) -> tupl
     return _sigmoid(result.x[:depth]), result
 
 
-def _within_rankers(sessions: Sessions, depth: int, weighting: Weighting) -> tuple[np.ndarray, Harvest]:
-    """Support and harvest of each ranker's own logs, summed: only the interventions inside one ranker
-    (RandPair's swaps, drawn independently of the clicks) count, never a move between rankers."""
+def _within_groups(sessions: Sessions, depth: int, weighting: Weighting, by: str) -> tuple[np.ndarray, Harvest]:
+    """Support and harvest of each group's own logs (one ranker's, or one day's), summed: a move between
+    two groups is never compared."""
     support = np.zeros((depth, depth), dtype=np.int64)
     clicks, weight = np.zeros((depth, depth)), np.zeros((depth, depth))
-    for ranker in sessions.rankers():
-        counts = sessions.only([ranker]).counts(depth)
+    for group in sessions.groups(by).values():
+        counts = group.counts(depth)
         support += overlap_support(counts)
         h = harvest(counts, weighting)
         clicks, weight = clicks + h.clicks, weight + h.weight
@@ -108,18 +109,26 @@ def _within_rankers(sessions: Sessions, depth: int, weighting: Weighting) -> tup
 
 
 def harvest_propensities(sessions: Sessions | PairCounts, depth: int, weighting: Weighting = "harmonic",
-                         max_iterations: int = 1000, within_rankers: bool = False) -> Propensities:
+                         max_iterations: int = 1000, within: Within = "all") -> Propensities:
     """Relative propensities at ranks 1..depth by intervention harvesting (AllPairs).
 
-    `within_rankers` (needs Sessions): harvest only the interventions inside each ranker's logs. A ranker
-    trained on the clicks of the one before it moves documents *because* of their clicks, so comparing a
-    document's CTR across the two rankers is biased (the winner's curse: what moved up had lucky clicks
-    below); RandPair's swaps are drawn independently of the clicks (E68).
+    Harvesting assumes where a ranker put a document does not depend on the clicks it is compared with.
+    A ranker trained on the clicks of the one before it moves documents *because* of their clicks, so a
+    document's CTR compared across the two is biased (the winner's curse: what moved up had lucky clicks
+    below, E68). `within` (needs Sessions) says which impressions may be compared:
+    - `all`: any two (the paper's setting: rankers that never learned from the logs);
+    - `ranker`: two lists of the same ranker only (its RandPair swaps);
+    - `day`: two lists shown on the same UTC day, whatever their rankers: each was made by a bundle trained
+      on earlier closed days and by coin flips (RandPair, a canary's interleaving), never by that day's
+      clicks; a canary's interleaved lists meet production's own here (E79).
     Ranks no chain of swap interventions links to rank 1 are NaN and marked not identified.
-    Raises ClickDataError when the logs hold no impression or no click within depth.
+    Raises ClickDataError when the logs hold no impression or no click within depth, or (`day`) when an
+    impression has no day.
     """
-    if within_rankers and isinstance(sessions, PairCounts):
-        raise ValueError("within_rankers needs the sessions (their ranker labels), not aggregated counts")
+    if within not in ("all", "ranker", "day"):
+        raise ValueError(f"within must be 'all', 'ranker' or 'day', got {within!r}")
+    if within != "all" and isinstance(sessions, PairCounts):
+        raise ValueError(f"within={within!r} needs the sessions (their labels), not aggregated counts")
     counts = sessions if isinstance(sessions, PairCounts) else sessions.counts(depth)
     if counts.depth != depth:
         raise ValueError(f"counts are over depth {counts.depth}, asked for {depth}")
@@ -127,10 +136,10 @@ def harvest_propensities(sessions: Sessions | PairCounts, depth: int, weighting:
         raise ClickDataError("no impression within the depth: no propensity can be estimated", field="impressions")
     if counts.clicks == 0:
         raise ClickDataError(f"no click in {counts.impressions} impressions: nothing to harvest", field="clicks")
-    if within_rankers:
-        support, h = _within_rankers(sessions, depth, weighting)
-    else:
+    if within == "all":
         support, h = overlap_support(counts), harvest(counts, weighting)
+    else:
+        support, h = _within_groups(sessions, depth, weighting, within)
     identified = connected_to_first(support)
     notes = []
     relative = np.full(depth, np.nan)
@@ -149,7 +158,8 @@ def harvest_propensities(sessions: Sessions | PairCounts, depth: int, weighting:
         notes.append(f"ranks {lost}: no chain of (query, doc) pairs shown at two ranks and clicked links them to "
                      "rank 1 (one ordering per query identifies nothing; successive rankers or RandPair swaps do)")
     convergence = Convergence(
-        method=f"intervention-harvesting-allpairs-{weighting}" + ("-within-rankers" if within_rankers else ""), iterations=iterations, converged=converged,
+        method=f"intervention-harvesting-allpairs-{weighting}" + ("" if within == "all" else f"-within-{within}s"),
+        iterations=iterations, converged=converged,
         last_change=change, log_likelihood=loglik, identified=tuple(bool(x) for x in identified),
         support=tuple(tuple(int(v) for v in r) for r in support), notes=tuple(notes))
     return Propensities(tuple(float(v) for v in relative), tuple(bool(x) for x in identified),

@@ -2,8 +2,8 @@
 
 An `Impression` is one answer as the user met it: the query (its text and a stable key), the doc ids
 shown in order (position p, 1-based, is `doc_ids[p - 1]`; the tuple's length is the shown depth),
-the positions clicked, and the ranker that produced the list (the bundle version and mode, or an
-arm label). `Sessions` holds many and aggregates them into per-(query, doc, position) counts, the
+the positions clicked, the ranker that produced the list (the bundle version and mode, or an
+arm label) and the UTC day it was shown. `Sessions` holds many and aggregates them into per-(query, doc, position) counts, the
 form every estimator works on.
 
 `sessions_from_ubi` joins UBI 1.3.0 query records and events (docs/learning-loop.md; positions
@@ -23,6 +23,7 @@ import hashlib
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,7 @@ class Impression:
     ranker: str = UNKNOWN_RANKER  # what produced the list: bundle version/mode, or an arm label
     query_id: str = ""
     client_id: str = ""
+    day: str = ""  # the UTC day shown (YYYY-MM-DD), from the query record's timestamp; "": unknown
 
     def __post_init__(self) -> None:
         if not self.doc_ids:
@@ -137,6 +139,19 @@ class Sessions:
         keep = set(rankers)
         return Sessions(imp for imp in self.impressions if imp.ranker in keep)
 
+    def groups(self, by: str) -> dict[str, Sessions]:
+        """{label: its impressions}, grouped by `ranker` or by `day` (raises when a day is unknown)."""
+        if by not in ("ranker", "day"):
+            raise ValueError(f"group by 'ranker' or 'day', got {by!r}")
+        grouped: dict[str, list[Impression]] = {}
+        for imp in self.impressions:
+            label = getattr(imp, by)
+            if by == "day" and not label:
+                raise ClickDataError("has no UTC day (the query record's timestamp): it cannot be grouped by day",
+                                     source=imp.query_id or "impression", field="timestamp")
+            grouped.setdefault(label, []).append(imp)
+        return {label: Sessions(imps) for label, imps in grouped.items()}
+
     def counts(self, depth: int) -> PairCounts:
         """Aggregate impressions and clicks per (pair, position) over positions 1..depth."""
         if depth < 1:
@@ -202,6 +217,17 @@ def _need_dict(value: Any, name: str, source: str, line: int) -> Mapping[str, An
     return value
 
 
+def _utc_day(value: Any) -> str:
+    """The UTC date of an ISO 8601 timestamp with a zone, or "" (the ingestion's checks refuse such records)."""
+    if not isinstance(value, str) or not value:
+        return ""
+    try:
+        when = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
+    except ValueError:
+        return ""
+    return when.astimezone(UTC).date().isoformat() if when.tzinfo is not None else ""
+
+
 def _ranker(attributes: Mapping[str, Any], fields: tuple[str, ...]) -> str:
     parts = [str(attributes[f]) for f in fields if attributes.get(f) not in (None, "")]
     return "/".join(parts) if parts else UNKNOWN_RANKER
@@ -236,7 +262,7 @@ def sessions_from_ubi(queries: Iterable[Mapping[str, Any]], events: Iterable[Map
         attrs = _need_dict(attrs, "query_attributes", where, line)
         client = rec.get("client_id") if isinstance(rec.get("client_id"), str) else ""
         answers[qid] = {"text": text, "hits": hits, "ranker": _ranker(attrs, ranker_attributes), "client": client,
-                        "impressions": set(), "clicks": set()}
+                        "day": _utc_day(rec.get("timestamp")), "impressions": set(), "clicks": set()}
         report.queries += 1
 
     ignored: Counter = Counter()
@@ -289,6 +315,7 @@ def sessions_from_ubi(queries: Iterable[Mapping[str, Any]], events: Iterable[Map
             depth = len(hits)
             report.shown_from_hits += 1
         impressions.append(Impression(query_key(answer["text"]), answer["text"], tuple(hits[:depth]),
-                                      frozenset(answer["clicks"]), answer["ranker"], qid, answer["client"]))
+                                      frozenset(answer["clicks"]), answer["ranker"], qid, answer["client"],
+                                      answer["day"]))
     report.impressions = len(impressions)
     return UbiJoin(Sessions(impressions), report)

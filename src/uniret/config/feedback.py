@@ -25,9 +25,9 @@ class FeedbackConfig:
     # --- the feedback stage (uniret.stages.feedback) ---
     window_days: int = 7  # training spans: the closed days t-N .. t-1 before the held-out day t
     reject_share_max: float = 0.5  # the stage fails when a span has a larger share of rejected records
-    # harvest propensities from the swaps inside each ranker's logs only, not from moves between rankers:
-    # successive bundles trained on the clicks move documents because of them, which biases the latter (E68)
-    harvest_within_rankers: bool = True
+    # which logged lists intervention harvesting may compare: `day` (any two shown the same UTC day, why: E79),
+    # `ranker` (one ranker's RandPair swaps), `all` (biased where a bundle learned from the clicks, E68)
+    harvest_within: str = "day"
     clip: float = 10.0  # largest IPS weight (1 / relative propensity), bounding the variance of rare positions
     depth: int = 10  # positions whose examination propensity is estimated; clicks deeper are not used
     em_iterations: int = 200  # most EM iterations of the position-based click model
@@ -46,5 +46,7 @@ class FeedbackConfig:
             raise ValueError(f"randpair_share must be in [0, 1], got {self.randpair_share}")
         if not 0.0 <= self.reject_share_max <= 1.0:
             raise ValueError(f"reject_share_max must be in [0, 1], got {self.reject_share_max}")
+        if self.harvest_within not in ("day", "ranker", "all"):
+            raise ValueError(f"harvest_within must be 'day', 'ranker' or 'all', got {self.harvest_within!r}")
         if self.clip < 1.0:
             raise ValueError(f"clip must be at least 1 (an IPS weight never goes below 1), got {self.clip}")

@@ -1,8 +1,8 @@
 """What the feedback stage derives from validated UBI records, with the click models of uniret.clicks.
 
 Training days: impressions (one per logged answer), the examination propensities of positions
-1..depth by intervention harvesting of the RandPair swaps inside each ranker's logs (feedback.harvest_within_rankers;
-moves between bundles trained on the clicks are biased, E68) in the window (EM's
+1..depth by intervention harvesting of the lists shown on the same day (feedback.harvest_within, E79:
+RandPair's swaps, a canary's interleaving; moves between bundles trained on the clicks are biased, E68) in the window (EM's
 estimate beside it, for comparison only: it is biased at these volumes, E63), and one positive per
 click, IPS-weighted (clipped; clicks at a rank no swap identifies are left out, counted) and naive. Held-out day: COEC and the click model's relevance as judgments.
 """
@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from uniret.clicks.harvest import harvest_propensities
+from uniret.clicks.harvest import Within, harvest_propensities
 from uniret.clicks.judgments import CoecJudgments, click_model_judgments, coec
 from uniret.clicks.pairs import PairSet, ips_pairs, naive_pairs
 from uniret.clicks.pbm import PbmFit, fit_pbm
@@ -58,13 +58,13 @@ def _round(x: float | None) -> float | None:
 
 
 def derive(train: Sessions, heldout: Sessions, depth: int, em_iterations: int, clip: float,
-           coec_min_impressions: int, within_rankers: bool = True) -> Derived:
+           coec_min_impressions: int, within: Within = "day") -> Derived:
     """Propensities and pairs of the training sessions, judgments of the held-out ones."""
     notes = []
     em = harvested = None
     try:
         em = fit_pbm(train, depth, em_iterations)
-        harvested = harvest_propensities(train, depth, within_rankers=within_rankers)
+        harvested = harvest_propensities(train, depth, within=within)
     except ClickDataError as exc:
         notes.append(str(exc))
     props = harvested

@@ -168,7 +168,7 @@ def derive_window(ctx: StageContext, window: Window) -> dict[str, Any]:
     heldout = (derive.sessions(spans[window.heldout].queries, spans[window.heldout].events,
                                f"held-out span {window.heldout}") if window.heldout else derive.Sessions([]))
     got = derive.derive(train, heldout, cfg.depth, cfg.em_iterations, cfg.clip, cfg.coec_min_impressions,
-                        cfg.harvest_within_rankers)
+                        cfg.harvest_within)
     coec = got.heldout_coec.ratings if got.heldout_coec else {}
     table = got.table()
 
