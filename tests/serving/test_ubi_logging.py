@@ -201,3 +201,21 @@ def test_unwritable_log_folder_never_fails_a_search(tiny_bundle, repo_root, tmp_
         assert log_text.count("dropping records (unwritable)") == 1  # logged once, not per record
     finally:
         server.stop()
+
+
+def test_sigterm_ends_the_server_gracefully_and_every_queued_record_is_written(tiny_bundle, repo_root,
+                                                                                tmp_path_factory):
+    # the JVM (-Xrs) leaves SIGTERM to uvicorn, whose graceful shutdown closes the writer, which writes what
+    # is queued; the JVM's own handler ended the process at once and lost what the writer still held
+    server, log_dir = _server(tiny_bundle, repo_root, tmp_path_factory, lambda f: f / "logs")
+    ids = []
+    try:
+        for i in range(20):
+            status, answer = post_json(LOOPBACK, server.port, "/search", {"query": f"cells {i}", "k": 3})
+            assert status == 200
+            ids.append(answer["query_id"])
+    finally:
+        server.stop()  # SIGTERM right after the last answer, within the writer's linger
+    # -15: uvicorn re-raised the signal after its graceful shutdown; 143 was the JVM's handler exiting at once
+    assert server.proc.returncode == -15
+    assert {r["query_id"] for r in _lines(log_dir, QUERIES)} == set(ids)

@@ -6,6 +6,8 @@
   multiprocess mode), where each worker alone served fewer.
 - The metric files' folder is gone once the server stops.
 - A killed worker's in-flight count leaves the sum when the next worker starts; its searches stay.
+- One worker with $PROMETHEUS_MULTIPROC_DIR set by the caller writes to a fresh folder: an earlier
+  run's files there are not summed.
 """
 
 from __future__ import annotations
@@ -117,3 +119,35 @@ def test_a_killed_workers_in_flight_count_leaves_the_sum_but_its_searches_stay(t
     assert drop_dead_workers(tmp_path) == [int(live.stem.rsplit("_", 1)[1])]
     assert summed() == {"uniret_search_requests_total": 5.0}
     assert drop_dead_workers(tmp_path) == []
+
+
+def _stale_searches(folder: Path, n: int) -> None:
+    """Metric files of an earlier run in `folder`: n searches answered 200."""
+    script = ("from prometheus_client import CollectorRegistry, Counter\n"
+              "r = CollectorRegistry()\n"
+              f"Counter('uniret_search_requests', 'x', ['status'], registry=r).labels(status='200').inc({n})\n")
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, MULTIPROC_ENV: str(folder)}, timeout=60)
+    assert done.returncode == 0
+
+
+@pytest.mark.slow
+def test_one_worker_never_sums_an_earlier_runs_files_from_a_callers_metric_folder(tiny_bundle, repo_root, tmp_path):
+    stale = tmp_path / "callers-metrics"
+    stale.mkdir()
+    _stale_searches(stale, 5)
+    before = sorted(p.name for p in stale.iterdir())
+    server = LocalServer(["--bundle", str(tiny_bundle)], repo_root / "params.yaml", "tiny",
+                         extra_args=["--workers", "1", "--modes", "served"], log_dir=tmp_path,
+                         env={"TMPDIR": str(tmp_path), MULTIPROC_ENV: str(stale)})
+    with server:
+        server.start(START_TIMEOUT_S)
+        for i in range(3):
+            status, _ = post_json(LOOPBACK, server.port, "/search", {"query": f"cancer cells {i}", "k": 10})
+            assert status == 200
+        text = _scrape(server.port)
+        assert _sample_sum(text, "uniret_search_requests_total", 'status="200"') == 3  # not 8
+        fresh = [p for p in tmp_path.iterdir() if p.name.startswith("uniret-metrics-")]
+        assert len(fresh) == 1 and any(fresh[0].glob("*.db"))
+        assert "is set: this run's metric files go to a fresh folder" in server.log_path.read_text()
+    assert sorted(p.name for p in stale.iterdir()) == before  # the caller's folder is left as it was
+    assert not fresh[0].exists()

