@@ -3,8 +3,8 @@
 An `Impression` is one answer as the user met it: the query (its text and a stable key), the doc ids
 shown in order (position p, 1-based, is `doc_ids[p - 1]`; the tuple's length is the shown depth),
 the positions clicked, the ranker that produced the list (the bundle version and mode, or an
-arm label) and the UTC day it was shown. `Sessions` holds many and aggregates them into per-(query, doc, position) counts, the
-form every estimator works on.
+arm label) and the UTC day it was shown. `Sessions` holds many and aggregates them into
+per-(query, doc, position) counts, the form every estimator works on.
 
 `sessions_from_ubi` joins UBI 1.3.0 query records and events (docs/learning-loop.md; positions
 1-based). The rule: an answer's shown depth is the deepest `impression` event's ordinal when the
