@@ -59,9 +59,13 @@ def test_within_days_two_rankers_of_one_day_identify_a_rank_and_two_days_do_not(
     # same move across two days (r2 may have learned from day 1's clicks) is not
     same_day = Sessions([_imp("q", "abc", {1}, "r1"), _imp("q", "bac", {1}, "r2")] * 20
                         + [_imp("q", "abc", {2}, "r1")] * 10)
-    got = derive(same_day, Sessions([]), depth=3, em_iterations=50, clip=10.0, coec_min_impressions=1)
+    got = derive(same_day, Sessions([]), depth=3, em_iterations=50, clip=10.0, coec_min_impressions=1,
+                 bootstrap_rounds=5)
     assert got.estimators == ["harvest", "harvest", None]
     assert got.propensities.method.endswith("-within-days")
+    rows = got.table()  # with resamples, each estimated rank carries its interval; rank 3 has neither
+    assert all(r["low"] <= r["relative"] <= r["high"] for r in rows[:2]) and "low" not in rows[2]
+    assert "95% interval up to" in got.propensity_note
     two_days = Sessions([_imp("q", "abc", {1}, "r1", "2026-12-01"), _imp("q", "bac", {1}, "r2", "2026-12-02")] * 20
                         + [_imp("q", "abc", {2}, "r1", "2026-12-01")] * 10)
     got = derive(two_days, Sessions([]), depth=3, em_iterations=50, clip=10.0, coec_min_impressions=1)

@@ -72,8 +72,10 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def all_pairs(h: Harvest, ranks: np.ndarray, max_iterations: int = 1000) -> tuple[np.ndarray, object]:
-    """Maximise the AllPairs likelihood over the ranks marked in `ranks`; returns (p per rank, scipy result)."""
+def all_pairs(h: Harvest, ranks: np.ndarray, max_iterations: int = 1000,
+              start: np.ndarray | None = None) -> tuple[np.ndarray, object]:
+    """Maximise the AllPairs likelihood over the ranks marked in `ranks`; returns (p per rank, scipy result).
+    `start`: propensities to start from (e.g. the full logs' fit, for a bootstrap round); default 0.5 each."""
     depth = h.weight.shape[0]
     k, k2 = np.nonzero((h.weight > 0) & ranks[:, None] & ranks[None, :])
     lo, hi = np.minimum(k, k2), np.maximum(k, k2)
@@ -89,8 +91,10 @@ def all_pairs(h: Harvest, ranks: np.ndarray, max_iterations: int = 1000) -> tupl
         grad_b = -np.bincount(set_of, g * (1.0 - r[set_of]), len(sets))
         return float(value), np.concatenate([grad_a, grad_b])
 
-    start = np.zeros(depth + len(sets))
-    result = minimize(loss, start, jac=True, method="L-BFGS-B",
+    x0 = np.zeros(depth + len(sets))
+    if start is not None:
+        x0[:depth] = np.log(np.clip(start, EPS, 1 - EPS) / np.clip(1 - start, EPS, 1))
+    result = minimize(loss, x0, jac=True, method="L-BFGS-B",
                       options={"maxiter": max_iterations, "gtol": 1e-9, "ftol": 1e-14})
     return _sigmoid(result.x[:depth]), result
 

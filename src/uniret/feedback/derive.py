@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from uniret.clicks.harvest import Within, harvest_propensities
+from uniret.clicks.harvest_intervals import Intervals, propensity_intervals
 from uniret.clicks.judgments import CoecJudgments, click_model_judgments, coec
 from uniret.clicks.pairs import PairSet, ips_pairs, naive_pairs
 from uniret.clicks.pbm import PbmFit, fit_pbm
@@ -41,6 +42,7 @@ class Derived:
     heldout_coec: CoecJudgments | None
     heldout_relevance: dict[tuple[str, str], float] = field(default_factory=dict)
     estimators: list[str | None] = field(default_factory=list)  # per rank: "harvest", or None (not identified)
+    intervals: Intervals | None = None  # the harvest's bootstrap interval per rank (feedback.propensity_bootstrap)
 
     def table(self) -> list[dict[str, Any]]:
         """Per position: the propensity used (relative to rank 1), its estimator, EM's, the raw CTR."""
@@ -48,8 +50,11 @@ class Derived:
         for p in range(1, len(self.ctr) + 1):
             used = self.propensities.at(p) if self.propensities and self.propensities.usable(p) else None
             em = self.em.propensities.at(p) if self.em else None
-            rows.append({"position": p, "relative": _round(used), "estimator": self.estimators[p - 1],
-                         "em_relative": _round(em), "ctr": _round(self.ctr[p - 1])})
+            row = {"position": p, "relative": _round(used), "estimator": self.estimators[p - 1],
+                   "em_relative": _round(em), "ctr": _round(self.ctr[p - 1])}
+            if self.intervals is not None and used is not None:
+                row.update(low=_round(self.intervals.low[p - 1]), high=_round(self.intervals.high[p - 1]))
+            rows.append(row)
         return rows
 
 
@@ -58,8 +63,9 @@ def _round(x: float | None) -> float | None:
 
 
 def derive(train: Sessions, heldout: Sessions, depth: int, em_iterations: int, clip: float,
-           coec_min_impressions: int, within: Within = "day") -> Derived:
-    """Propensities and pairs of the training sessions, judgments of the held-out ones."""
+           coec_min_impressions: int, within: Within = "day", bootstrap_rounds: int = 0) -> Derived:
+    """Propensities and pairs of the training sessions, judgments of the held-out ones; with
+    `bootstrap_rounds`, the propensities' 95% interval per rank over that many resamples of the query texts."""
     notes = []
     em = harvested = None
     try:
@@ -84,5 +90,11 @@ def derive(train: Sessions, heldout: Sessions, depth: int, em_iterations: int, c
         except ClickDataError as exc:
             notes.append(f"held-out day: {exc}")
     estimators = ["harvest" if props is not None and props.usable(r) else None for r in range(1, depth + 1)]
+    intervals = None
+    if props is not None and bootstrap_rounds:
+        intervals = propensity_intervals(train, depth, within, bootstrap_rounds)
+        if (wide := intervals.half_width_max()) is not None:
+            notes.append(f"95% interval up to +-{wide:.2f} at a rank ({bootstrap_rounds} resamples of the query "
+                         "texts): the IPS weights are no surer than that")
     return Derived(props, "; ".join(notes) or "estimated on the training days", em, ctr, ips, naive, judged,
-                   relevance, estimators)
+                   relevance, estimators, intervals)

@@ -215,10 +215,12 @@ def markdown(doc: dict[str, Any], command: str) -> str:
                           f"interleaved answer ({c['on']})."]
         if p := entry.get("propensities"):
             lines += ["", f"Propensities estimated on night {p['night']} (relative to rank 1) beside the simulator's; "
-                          f"largest error {p['max_abs_error']}:", "",
-                      "| rank | estimated | estimator | EM | simulator |", "|---|---|---|---|---|"]
+                          f"largest error {p['max_abs_error']}; 95% interval: the harvest over resamples of the "
+                          "logged query texts (feedback.propensity_bootstrap; - where that night's stage made none):",
+                      "", "| rank | estimated | 95% interval | estimator | EM | simulator |", "|---|---|---|---|---|---|"]
             for row in p["table"]:
-                lines.append(f"| {row['position']} | {row.get('relative')} | {row.get('estimator')} | "
+                interval = f"{row['low']} .. {row['high']}" if row.get("low") is not None else "-"
+                lines.append(f"| {row['position']} | {row.get('relative')} | {interval} | {row.get('estimator')} | "
                              f"{row.get('em_relative')} | {p['simulator_relative'][row['position'] - 1]} |")
         lines.append("")
     if d := doc.get("debiased_vs_naive"):

@@ -93,6 +93,10 @@ def _unchanged(ctx: StageContext, status: str, inputs: dict[str, Path]) -> bool:
             and old.get("inputs") == {k: hash_path(v) for k, v in inputs.items() if Path(v).exists()})
 
 
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 4)
+
+
 def _skip(ctx: StageContext, reason: str) -> dict[str, Any]:
     status = f"skipped: {reason}"
     if _unchanged(ctx, status, {}):
@@ -168,7 +172,7 @@ def derive_window(ctx: StageContext, window: Window) -> dict[str, Any]:
     heldout = (derive.sessions(spans[window.heldout].queries, spans[window.heldout].events,
                                f"held-out span {window.heldout}") if window.heldout else derive.Sessions([]))
     got = derive.derive(train, heldout, cfg.depth, cfg.em_iterations, cfg.clip, cfg.coec_min_impressions,
-                        cfg.harvest_within)
+                        cfg.harvest_within, cfg.propensity_bootstrap)
     coec = got.heldout_coec.ratings if got.heldout_coec else {}
     table = got.table()
 
@@ -183,6 +187,7 @@ def derive_window(ctx: StageContext, window: Window) -> dict[str, Any]:
         "heldout_queries": len({s.query_key for s in heldout}),
         "coec_judgments": len(coec), "click_model_judgments": len(got.heldout_relevance),
         "propensities": table,
+        "propensity_half_width_max": _round(got.intervals.half_width_max() if got.intervals else None),
         "propensities_status": got.propensity_note if window.train else "not estimated: no training span",
     }
     with stage_output(ctx, STAGE, sections=SECTIONS, inputs=inputs) as (out, manifest):
