@@ -7,8 +7,8 @@ CTR compared across two bundles carries the winner's curse; a RandPair swap or a
 drawn independently of the clicks, and every list of one day comes from bundles trained on earlier days.
 Reads the UBI spans of the given days (the feedback stage's training window). `weight` is the harvest's
 total weight (harmonic pair counts): how much comparison each rule reads. `--bootstrap N` adds, for the
-within-days rule, a 95% percentile interval per rank over N resamples of the query texts (every
-impression of a drawn text, as often as it was drawn): how precise the logs make the estimate.
+within-days rule, the 95% interval per rank over N resamples of the query texts
+(uniret.clicks.harvest_intervals, as the feedback stage computes it): how precise the logs make it.
 
 Usage: python lab/harvest_across_rankers.py LOG_DIR DAY [DAY ...] [--bootstrap 0] [--out lab/results/harvest_across_rankers.json]
 """
@@ -22,8 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from uniret.clicks.harvest import harvest, harvest_propensities
+from uniret.clicks.harvest_intervals import propensity_intervals
 from uniret.clicks.protocol import ClickProtocol
-from uniret.clicks.sessions import Sessions, sessions_from_ubi
+from uniret.clicks.sessions import sessions_from_ubi
 from uniret.ubi import EVENTS, QUERIES
 from uniret.utils.files import atomic_write_json
 
@@ -32,24 +33,6 @@ def _records(log_dir: Path, kind: str, days: list[str]):
     for day in days:
         for f in sorted((log_dir / kind / day).glob("*.jsonl")):
             yield from (json.loads(line) for line in f.read_text(encoding="utf-8").splitlines() if line.strip())
-
-
-def _bootstrap(sessions: Sessions, depth: int, rounds: int, truth: np.ndarray, seed: int = 0) -> dict:
-    """Within-days estimates over `rounds` resamples of the query texts: the 2.5/97.5 percentiles per rank."""
-    by_query: dict[str, list] = {}
-    for imp in sessions:
-        by_query.setdefault(imp.query_key, []).append(imp)
-    keys = sorted(by_query)
-    rng = np.random.default_rng(seed)
-    draws = []
-    for _ in range(rounds):
-        picked = rng.choice(len(keys), size=len(keys), replace=True)
-        resample = Sessions(imp for i in picked for imp in by_query[keys[i]])
-        draws.append(harvest_propensities(resample, depth, within="day").relative)
-    low, high = np.nanpercentile(np.array(draws), [2.5, 97.5], axis=0)
-    return {"rounds": rounds, "low": [round(float(v), 4) for v in low], "high": [round(float(v), 4) for v in high],
-            "half_width_max": round(float(np.max((high - low)[1:]) / 2), 4),
-            "truth_inside": [bool(lo - 1e-9 <= t <= hi + 1e-9) for lo, t, hi in zip(low, truth, high, strict=True)]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,7 +61,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:>15}: {np.round(est, 3)}  largest error {np.nanmax(err):.3f}, mean {mean}, weight {weight:.0f}")
     print(f"{'simulator':>15}: {np.round(truth, 3)}")
     if args.bootstrap:
-        result["within_days"]["bootstrap"] = boot = _bootstrap(sessions, args.depth, args.bootstrap, truth)
+        iv = propensity_intervals(sessions, args.depth, "day", args.bootstrap)
+        result["within_days"]["bootstrap"] = boot = {
+            "rounds": iv.rounds, "low": [round(v, 4) for v in iv.low], "high": [round(v, 4) for v in iv.high],
+            "half_width_max": round(iv.half_width_max(), 4),
+            "truth_inside": [bool(lo <= t <= hi) for lo, t, hi in zip(iv.low, truth, iv.high, strict=True)]}
         print(f"{'95% low':>15}: {np.round(boot['low'], 3)}\n{'95% high':>15}: {np.round(boot['high'], 3)}  "
               f"largest half-width {boot['half_width_max']:.3f}")
     atomic_write_json(args.out, result)

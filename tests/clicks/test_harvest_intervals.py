@@ -15,12 +15,12 @@ from uniret.clicks.sessions import Impression, Sessions, query_key
 DEPTH = 5
 
 
-def _sessions(n: int, seed: int, rotate: int = 2) -> Sessions:
+def _sessions(n: int, seed: int, rotate: int = 2, examination: np.ndarray | None = None) -> Sessions:
     """One day, two rankers: production's order and a rotation of it, each on half the searches; clicks
     from ULTRA's protocol on a fixed grade per document."""
     rng = np.random.default_rng(seed)
     protocol = ClickProtocol()
-    examination = protocol.examination_curve(DEPTH)
+    examination = protocol.examination_curve(DEPTH) if examination is None else examination
     pools = {f"q{q}": [f"d{q}-{i}" for i in range(DEPTH)] for q in range(40)}
     grades = {d: int(g) for docs in pools.values() for d, g in zip(docs, rng.integers(0, 3, DEPTH), strict=True)}
     out = []
@@ -58,3 +58,10 @@ def test_a_rank_no_comparison_reaches_has_no_interval_and_bad_arguments_are_refu
         propensity_intervals(fixed, DEPTH, level=1.0)
     with pytest.raises(ValueError, match="no impression"):
         propensity_intervals(Sessions([]), DEPTH)
+
+
+def test_a_rank_examined_more_than_the_first_gets_an_interval_above_one():
+    # only ratios are identified, so nothing may bound a ratio at 1 (rounds start from the full fit scaled to
+    # 0.5 at most: started at p_1 near its bound of 1, E75's seed-8 logs got every upper end capped at 1.0)
+    got = propensity_intervals(_sessions(12000, 6, examination=np.array([0.5, 0.7, 0.4, 0.3, 0.2])), DEPTH, rounds=20)
+    assert got.low[1] <= 1.4 <= got.high[1] and got.low[1] > 1.0

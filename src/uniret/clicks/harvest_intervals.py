@@ -76,8 +76,10 @@ def propensity_intervals(sessions: Sessions, depth: int, within: Within = "day",
     full = _harvest(counts, [np.ones(len(rows), dtype=np.int64) for rows in row_query], weighting)
     start = None
     if full[0][1:].any():  # the full logs' fit: each round starts there (far fewer L-BFGS steps than from 0.5)
-        start, _ = all_pairs(full[1], full[0], max_iterations)
-        start = np.where(np.isnan(start), 0.5, start)
+        p, _ = all_pairs(full[1], full[0], max_iterations)
+        # only ratios are identified: scaled so the largest is 0.5, a round can move any rank above rank 1's
+        # (started near 1, p_1 sat at its bound and capped every ratio at 1)
+        start = 0.5 * p / np.max(p[full[0]])
     rng = np.random.default_rng(seed)
     draws = np.full((rounds, depth), np.nan)
     draws[:, 0] = 1.0
