@@ -28,7 +28,7 @@ class FeedbackConfig:
     # which logged lists intervention harvesting may compare: `day` (any two shown the same UTC day, why: E79),
     # `ranker` (one ranker's RandPair swaps), `all` (biased where a bundle learned from the clicks, E68)
     harvest_within: str = "day"
-    # resamples of the query texts for each propensity's 95% interval (0: none); ~10 s at 12,000 sessions (E79)
+    # resamples of the query texts for each propensity's 95% interval (0: none); about 20 s at 12,000 sessions (E79)
     propensity_bootstrap: int = 100
     clip: float = 10.0  # largest IPS weight (1 / relative propensity), bounding the variance of rare positions
     depth: int = 10  # positions whose examination propensity is estimated; clicks deeper are not used
