@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from uniret.clicks.harvest import harvest, harvest_propensities
+from uniret.clicks.harvest import harvest_propensities, summed_harvest
 from uniret.clicks.harvest_intervals import propensity_intervals
 from uniret.clicks.protocol import ClickProtocol
 from uniret.clicks.sessions import sessions_from_ubi
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         est = np.array(harvest_propensities(sessions, args.depth, within=within).relative)
         err = np.abs(est - truth)
         groups = [sessions] if within == "all" else list(sessions.groups(within).values())
-        weight = sum(float(harvest(g.counts(args.depth)).weight.sum()) for g in groups)
+        weight = float(summed_harvest([g.counts(args.depth) for g in groups], "harmonic")[1].weight.sum())
         known = err[1:][~np.isnan(err[1:])]  # ranks 2-10 the rule identifies
         mean = round(float(known.mean()), 4) if len(known) else None
         result[name] = {"relative": [None if np.isnan(v) else round(float(v), 4) for v in est],

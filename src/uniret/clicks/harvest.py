@@ -99,13 +99,12 @@ def all_pairs(h: Harvest, ranks: np.ndarray, max_iterations: int = 1000,
     return _sigmoid(result.x[:depth]), result
 
 
-def _within_groups(sessions: Sessions, depth: int, weighting: Weighting, by: str) -> tuple[np.ndarray, Harvest]:
-    """Support and harvest of each group's own logs (one ranker's, or one day's), summed: a move between
-    two groups is never compared."""
+def summed_harvest(groups: list[PairCounts], weighting: Weighting) -> tuple[np.ndarray, Harvest]:
+    """(support, harvest) of each group's counts, summed: a move between two groups is never compared."""
+    depth = groups[0].depth
     support = np.zeros((depth, depth), dtype=np.int64)
     clicks, weight = np.zeros((depth, depth)), np.zeros((depth, depth))
-    for group in sessions.groups(by).values():
-        counts = group.counts(depth)
+    for counts in groups:
         support += overlap_support(counts)
         h = harvest(counts, weighting)
         clicks, weight = clicks + h.clicks, weight + h.weight
@@ -140,10 +139,8 @@ def harvest_propensities(sessions: Sessions | PairCounts, depth: int, weighting:
         raise ClickDataError("no impression within the depth: no propensity can be estimated", field="impressions")
     if counts.clicks == 0:
         raise ClickDataError(f"no click in {counts.impressions} impressions: nothing to harvest", field="clicks")
-    if within == "all":
-        support, h = overlap_support(counts), harvest(counts, weighting)
-    else:
-        support, h = _within_groups(sessions, depth, weighting, within)
+    groups = [counts] if within == "all" else [g.counts(depth) for g in sessions.groups(within).values()]
+    support, h = summed_harvest(groups, weighting)
     identified = connected_to_first(support)
     notes = []
     relative = np.full(depth, np.nan)

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from uniret.clicks.harvest import Harvest, Weighting, Within, all_pairs, harvest
-from uniret.clicks.propensity import connected_to_first, overlap_support
+from uniret.clicks.harvest import Weighting, Within, all_pairs, harvest_propensities, summed_harvest
+from uniret.clicks.propensity import Propensities, connected_to_first
 from uniret.clicks.sessions import PairCounts, Sessions
 
 
@@ -44,24 +44,17 @@ def _scaled(counts: PairCounts, mult: np.ndarray) -> PairCounts:
                       counts.shown[keep] * mult[keep], counts.clicked[keep] * mult[keep])
 
 
-def _harvest(counts: list[PairCounts], mults: list[np.ndarray], weighting: Weighting) -> tuple[np.ndarray, Harvest]:
-    """(ranks identified, harvest) of the groups' counts with their rows scaled by `mults`, summed."""
-    depth = counts[0].depth
-    support = np.zeros((depth, depth), dtype=np.int64)
-    clicks, weight = np.zeros((depth, depth)), np.zeros((depth, depth))
-    for c, mult in zip(counts, mults, strict=True):
-        scaled = _scaled(c, mult)
-        support += overlap_support(scaled)
-        h = harvest(scaled, weighting)
-        clicks, weight = clicks + h.clicks, weight + h.weight
-    return connected_to_first(support), Harvest(clicks, weight)
+def _rounds_harvest(counts: list[PairCounts], mults: list[np.ndarray], weighting: Weighting):
+    support, h = summed_harvest([_scaled(c, m) for c, m in zip(counts, mults, strict=True)], weighting)
+    return connected_to_first(support), h
 
 
 def propensity_intervals(sessions: Sessions, depth: int, within: Within = "day", rounds: int = 100,
                          level: float = 0.95, seed: int = 0, weighting: Weighting = "harmonic",
-                         max_iterations: int = 1000) -> Intervals:
+                         max_iterations: int = 1000, estimate: Propensities | None = None) -> Intervals:
     """Percentile intervals of the harvested propensities (relative to rank 1) over `rounds` resamples of
-    the query texts; `within` as in `harvest_propensities`."""
+    the query texts; `within` as in `harvest_propensities`. `estimate`: that function's fit of the same
+    sessions, where the caller has it (each round starts there; fitted here otherwise)."""
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
     if not len(sessions):
@@ -73,19 +66,19 @@ def propensity_intervals(sessions: Sessions, depth: int, within: Within = "day",
     index = {key: i for i, key in enumerate(keys)}
     counts = [g.counts(depth) for g in groups]
     row_query = [np.array([index[c.pairs[p][0]] for p in c.pair], dtype=np.int64) for c in counts]
-    full = _harvest(counts, [np.ones(len(rows), dtype=np.int64) for rows in row_query], weighting)
-    start = None
-    if full[0][1:].any():  # the full logs' fit: each round starts there (far fewer L-BFGS steps than from 0.5)
-        p, _ = all_pairs(full[1], full[0], max_iterations)
-        # only ratios are identified: scaled so the largest is 0.5, a round can move any rank above rank 1's
-        # (started near 1, p_1 sat at its bound and capped every ratio at 1)
-        start = 0.5 * p / np.max(p[full[0]])
+    if estimate is None:
+        estimate = harvest_propensities(sessions, depth, weighting, max_iterations, within)
+    # each round starts at the full logs' fit (far fewer L-BFGS steps than from 0.5). Only ratios are
+    # identified: scaled so the largest is 0.5, a round can move any rank above rank 1's (started with p_1
+    # near its bound of 1, E75's seed-8 logs had every upper end capped at 1)
+    relative = np.nan_to_num(np.asarray(estimate.relative, dtype=float), nan=0.0)
+    start = 0.5 * np.clip(relative, 1e-6, None) / np.max(relative)
     rng = np.random.default_rng(seed)
     draws = np.full((rounds, depth), np.nan)
     draws[:, 0] = 1.0
     for r in range(rounds):
         mult = np.bincount(rng.integers(0, len(keys), len(keys)), minlength=len(keys))
-        identified, h = _harvest(counts, [mult[rows] for rows in row_query], weighting)
+        identified, h = _rounds_harvest(counts, [mult[rows] for rows in row_query], weighting)
         if identified[1:].any():
             p, _ = all_pairs(h, identified, max_iterations, start)
             draws[r, identified] = p[identified] / p[0]

@@ -44,6 +44,10 @@ class Derived:
     estimators: list[str | None] = field(default_factory=list)  # per rank: "harvest", or None (not identified)
     intervals: Intervals | None = None  # the harvest's bootstrap interval per rank (feedback.propensity_bootstrap)
 
+    def half_width_max(self) -> float | None:
+        """The widest half of a propensity's 95% interval (None without intervals), rounded as the table."""
+        return _round(self.intervals.half_width_max()) if self.intervals else None
+
     def table(self) -> list[dict[str, Any]]:
         """Per position: the propensity used (relative to rank 1), its estimator, EM's, the raw CTR."""
         rows = []
@@ -92,7 +96,7 @@ def derive(train: Sessions, heldout: Sessions, depth: int, em_iterations: int, c
     estimators = ["harvest" if props is not None and props.usable(r) else None for r in range(1, depth + 1)]
     intervals = None
     if props is not None and bootstrap_rounds:
-        intervals = propensity_intervals(train, depth, within, bootstrap_rounds)
+        intervals = propensity_intervals(train, depth, within, bootstrap_rounds, estimate=props)
         if (wide := intervals.half_width_max()) is not None:
             notes.append(f"95% interval up to +-{wide:.2f} at a rank ({bootstrap_rounds} resamples of the query "
                          "texts): the IPS weights are no surer than that")

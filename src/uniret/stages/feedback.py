@@ -93,10 +93,6 @@ def _unchanged(ctx: StageContext, status: str, inputs: dict[str, Path]) -> bool:
             and old.get("inputs") == {k: hash_path(v) for k, v in inputs.items() if Path(v).exists()})
 
 
-def _round(x: float | None) -> float | None:
-    return None if x is None else round(x, 4)
-
-
 def _skip(ctx: StageContext, reason: str) -> dict[str, Any]:
     status = f"skipped: {reason}"
     if _unchanged(ctx, status, {}):
@@ -187,7 +183,7 @@ def derive_window(ctx: StageContext, window: Window) -> dict[str, Any]:
         "heldout_queries": len({s.query_key for s in heldout}),
         "coec_judgments": len(coec), "click_model_judgments": len(got.heldout_relevance),
         "propensities": table,
-        "propensity_half_width_max": _round(got.intervals.half_width_max() if got.intervals else None),
+        "propensity_half_width_max": got.half_width_max(),
         "propensities_status": got.propensity_note if window.train else "not estimated: no training span",
     }
     with stage_output(ctx, STAGE, sections=SECTIONS, inputs=inputs) as (out, manifest):
