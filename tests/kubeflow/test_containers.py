@@ -62,3 +62,34 @@ def test_podman_service_failure_is_reported(tmp_path, monkeypatch):
     monkeypatch.setattr(kc.shutil, "which", lambda name: None)
     with pytest.raises(StageFailed, match="podman not found"), kc.podman_service(tmp_path, tmp_path, 1.0):
         pass
+
+
+def _response(status: int, message: str):
+    import json
+
+    import requests
+
+    response = requests.Response()
+    response.status_code = status
+    response._content = json.dumps({"cause": "no such container", "message": message, "response": status}).encode()
+    response.url = "http+docker://localhost/v1.41/containers/0af1/json"
+    return response
+
+
+def test_podmans_500_for_a_removed_container_reads_as_not_found_only_while_open():
+    from docker import errors
+    from docker.api.client import APIClient
+
+    gone = _response(500, "container 0af1 does not exist in database: no such container")
+    with pytest.raises(errors.APIError) as before:  # what failed CI: kfp catches NotFound only
+        APIClient._raise_for_status(None, gone)
+    assert not isinstance(before.value, errors.NotFound)
+    with kc.gone_is_not_found():
+        with pytest.raises(errors.NotFound, match="does not exist in database"):
+            APIClient._raise_for_status(None, gone)
+        with pytest.raises(errors.APIError) as other:  # any other server error still fails the run
+            APIClient._raise_for_status(None, _response(500, "creating container storage: disk full"))
+        assert not isinstance(other.value, errors.NotFound)
+    with pytest.raises(errors.APIError) as after:
+        APIClient._raise_for_status(None, gone)
+    assert not isinstance(after.value, errors.NotFound)

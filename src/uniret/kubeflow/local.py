@@ -26,7 +26,14 @@ from typing import Any
 from uniret.config.pipeline import PipelineConfig
 from uniret.core.errors import StageFailed
 from uniret.core.jsonio import read_json
-from uniret.kubeflow.containers import DOCKER_HOST_ENV, ContainerRun, docker_host, docker_runner, run_binds
+from uniret.kubeflow.containers import (
+    DOCKER_HOST_ENV,
+    ContainerRun,
+    docker_host,
+    docker_runner,
+    gone_is_not_found,
+    run_binds,
+)
 from uniret.kubeflow.pipeline import build_pipeline, plan_stages
 from uniret.kubeflow.task import PARAMS_ENV, WORKDIR_ARTIFACTS, parse_overrides
 from uniret.runtime import MANIFEST
@@ -101,6 +108,7 @@ def run_local(
                 socket_dir = Path(tempfile.mkdtemp(prefix="uniret-podman-"))  # short: a unix socket path
                 stack.callback(shutil.rmtree, socket_dir, True)
                 env[DOCKER_HOST_ENV] = stack.enter_context(docker_host(socket_dir, root, config.container_start_timeout_s))
+                stack.enter_context(gone_is_not_found())
                 inside = {k: v for k, v in env.items() if v and k in (PARAMS_ENV, DATA_ENV)}
                 runner = docker_runner(ContainerRun(image, run_binds(workdir, [params_path, data]), inside,
                                                     working_dir=str(workdir)))
@@ -130,8 +138,7 @@ def run_local(
             raise
         lost = ANSI.sub("", str(exc))
     except (RuntimeError, OSError) as exc:  # kfp colours task names in its message
-        # OSError: the docker SDK's errors (requests'). podman 4.3 answers 500, not Docker's 404,
-        # when kfp asks for the logs of a container that already exited and was removed.
+        # OSError: the docker SDK's errors (requests'), e.g. podman refusing to create a container.
         raise StageFailed(f"kfp local run failed: {ANSI.sub('', str(exc))}") from exc
     finally:
         shutil.rmtree(run_tmp, ignore_errors=True)
