@@ -78,6 +78,9 @@ def test_http_section_served_every_level_without_failures(bench_out, repo_root):
     http = bench_out[0]["http"]
     cfg = load_params(repo_root / "params.yaml", "tiny").section("bench")
     assert http["host"] == "127.0.0.1" and set(http["levels"]) == {str(c) for c in cfg.http.concurrency}
+    # the figures say which server made them: its workers (serve.workers) and the mode /readyz named
+    assert http["workers"] == load_params(repo_root / "params.yaml", "tiny").section("serve").workers
+    assert http["served_mode"] in bench_out[0]["modes"]
     for row in http["levels"].values():
         assert row["failed"] == 0 and 0 < row["n"] <= 48 and row["p95_ms"] > 0
 
@@ -92,7 +95,8 @@ def test_markdown_report_has_every_section_and_the_targets(bench_out, repo_root)
     goal = load_params(repo_root / "params.yaml", "tiny").section("bench").targets
     assert [t["bound"] for t in result["targets"]] == [f"<= {goal.uni_vs_bm25_p50}", f"<= {goal.fast_vs_bm25_p50}",
                                                        f">= {goal.onnx_speedup_p50}", f"< {goal.http_p95_ms}",
-                                                       f">= {goal.http_qps}"]
+                                                       f">= {goal.http_qps}", f">= {goal.http_qps_vs_reference}",
+                                                       f"<= {goal.http_p50_overhead_ms}"]
     assert all(t["measured"] is not None for t in result["targets"])
 
 

@@ -22,17 +22,27 @@ def test_latency_summary_percentiles_and_qps():
 
 def test_targets_compare_measurements_with_bounds():
     result = {
-        "modes": {"bm25": {"p50_vs_bm25": 1.0}, "uni": {"p50_vs_bm25": 1.3}, "hybrid_fast": {"p50_vs_bm25": 1.4}},
+        "modes": {"bm25": {"p50_vs_bm25": 1.0}, "uni": {"p50_vs_bm25": 1.3},
+                  "hybrid_fast": {"p50_vs_bm25": 1.4, "p50_ms": 0.75}},
         "encoders": {"query_batch1": {"onnx_speedup_p50": 2.4}},
-        "http": {"levels": {"1": {"p95_ms": 10.0, "qps": 90.0}, "16": {"p95_ms": 70.0, "qps": 650.0},
-                            "64": {"p95_ms": 200.0, "qps": 700.0}}},
+        "http": {"served_mode": "hybrid_fast",
+                 "levels": {"1": {"p50_ms": 2.5, "p95_ms": 10.0, "qps": 90.0}, "16": {"p95_ms": 70.0, "qps": 650.0},
+                            "64": {"p95_ms": 200.0, "qps": 700.0}},
+                 "reference": {"mode": "bm25", "levels": {"16": {"qps": 1000.0}, "64": {"qps": 700.0}}}},
     }
-    got = {" ".join(t["target"].split(" ")[:2]): (t["measured"], t["met"]) for t in targets(result, BenchTargets())}
-    assert got == {"uni p50": (1.3, False), "hybrid_fast p50": (1.4, True), "ONNX query": (2.4, True),
-                   "serving p95": (70.0, False),
-                   "serving QPS": (650.0, True)}  # serving targets at 16 clients, not the busiest level
+    got = {t["target"].split(",")[0]: (t["measured"], t["met"]) for t in targets(result, BenchTargets())}
+    assert got == {"uni p50 / bm25 p50 (query encoding included)": (1.3, False),
+                   "hybrid_fast p50 / bm25 p50 (static query encoding included)": (1.4, True),
+                   "ONNX query encoder speed-up over torch eager (batch 1": (2.4, True),
+                   "serving p95 ms at 16 clients": (70.0, False),
+                   "serving QPS at 16 clients": (650.0, True),  # serving targets at 16 clients, not the busiest level
+                   "serving QPS / the same server's in bm25 mode at 16 clients": (0.65, False),
+                   "HTTP p50 at 1 client - in-process p50": (1.75, False)}  # 2.5 - hybrid_fast's 0.75
+    result["http"]["levels"]["1"]["p50_ms"] = 2.0
+    result["http"]["reference"]["levels"]["16"]["qps"] = 800.0
+    assert [t["met"] for t in targets(result, BenchTargets())][-2:] == [True, True]  # 0.8125 and 1.25 ms
     missing = targets({"modes": {}, "encoders": {}, "http": {"skipped": "x"}}, BenchTargets())
-    assert [t["met"] for t in missing] == [None, None, None, None, None]
+    assert [t["met"] for t in missing] == [None] * 7
 
 
 def test_markdown_names_skipped_sections():

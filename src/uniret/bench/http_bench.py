@@ -6,7 +6,7 @@ import logging
 from itertools import cycle, islice
 from pathlib import Path
 
-from uniret.bench.http_client import run_load
+from uniret.bench.http_client import get_json, run_load
 from uniret.bench.server import LOOPBACK, LocalServer
 from uniret.bench.stats import latency_summary
 from uniret.config.serving import HttpBenchConfig
@@ -34,8 +34,12 @@ def rss_mb(pid: int) -> float | None:
 
 
 def http_latency(bundle_dir: Path, params: Path, profile: str | None, queries: list[str], cfg: HttpBenchConfig,
-                 warmup: int) -> dict:
-    """{clients: latency summary + failures} per concurrency level, against one server process."""
+                 warmup: int, workers: int | None = None) -> dict:
+    """{clients: latency summary + failures} per concurrency level, against one server process.
+
+    `workers`: the uvicorn processes the server runs with (params serve.workers), recorded with the
+    figures; the mode the server answered in (`served_mode`) is read from its /readyz.
+    """
     texts = list(islice(cycle(queries), max(len(queries), 1)))
 
     def bodies(mode: str | None):
@@ -48,9 +52,11 @@ def http_latency(bundle_dir: Path, params: Path, profile: str | None, queries: l
         # server memory right after the level, while its buffers and threads are still warm
         return {**summary, "failed": result.failed, "errors": result.errors[:5], "server_rss_mb": rss_mb(server.proc.pid)}
 
-    out: dict = {"mode": cfg.mode, "k": cfg.k, "host": LOOPBACK, "levels": {}}
+    out: dict = {"mode": cfg.mode, "k": cfg.k, "host": LOOPBACK, "workers": workers, "levels": {}}
     with LocalServer(["--bundle", str(bundle_dir)], params, profile) as server:
         server.start(cfg.startup_timeout_s)
+        _, ready = get_json(LOOPBACK, server.port, "/readyz")
+        out["served_mode"] = cfg.mode or ((ready or {}).get("bundle") or {}).get("default_mode")
         run_load(LOOPBACK, server.port, 1, bodies(cfg.mode), max(warmup, 1), cfg.max_seconds)  # warm its paths
         if cfg.reference_mode:
             run_load(LOOPBACK, server.port, 1, bodies(cfg.reference_mode), max(warmup, 1), cfg.max_seconds)

@@ -25,6 +25,13 @@ def targets(result: dict, goal: BenchTargets) -> list[dict]:
     top = stated if stated in levels else (max(levels, key=int) if levels else None)
     p95 = levels[top]["p95_ms"] if top else None
     qps = levels[top]["qps"] if top else None
+    http = result.get("http") or {}
+    reference = ((http.get("reference") or {}).get("levels") or {}).get(top or "") or {}
+    qps_ratio = round(qps / reference["qps"], 3) if qps and reference.get("qps") else None
+    # HTTP's own cost: the 1-client p50 over the same mode's in-process p50 (bench_modes)
+    in_process = (modes.get(http.get("served_mode") or "") or {}).get("p50_ms")
+    one = levels.get("1") or {}
+    overhead = round(one["p50_ms"] - in_process, 3) if in_process is not None and one.get("p50_ms") is not None else None
 
     def row(name: str, value, op: str, bound: float) -> dict:
         met = None if value is None else (value <= bound if op == "<=" else value >= bound if op == ">=" else value < bound)
@@ -36,6 +43,9 @@ def targets(result: dict, goal: BenchTargets) -> list[dict]:
         row("ONNX query encoder speed-up over torch eager (batch 1, p50)", speedup, ">=", goal.onnx_speedup_p50),
         row(f"serving p95 ms at {top or '?'} clients", p95, "<", goal.http_p95_ms),
         row(f"serving QPS at {top or '?'} clients", qps, ">=", goal.http_qps),
+        row(f"serving QPS / the same server's in bm25 mode at {top or '?'} clients", qps_ratio, ">=",
+            goal.http_qps_vs_reference),
+        row("HTTP p50 at 1 client - in-process p50, ms", overhead, "<=", goal.http_p50_overhead_ms),
     ]
 
 
@@ -221,7 +231,9 @@ def render_markdown(result: dict) -> str:
     if _skipped(http):
         lines.append(f"skipped: {_skipped(http)}")
     else:
-        lines += [f"mode {http['mode'] or 'the bundle default'}, k={http['k']}; server RSS taken right after each level",
+        mode = http["mode"] or f"the bundle default ({http.get('served_mode') or '?'})"
+        workers = f"{http['workers']} uvicorn worker(s)" if http.get("workers") else "uvicorn workers: not recorded"
+        lines += [f"mode {mode}, k={http['k']}, {workers}; server RSS (all its processes) taken right after each level",
                   ""]
         reference = http.get("reference") or {}
         ref = reference.get("levels") or {}

@@ -145,9 +145,13 @@ class BenchTargets:
     http_p95_ms: float = 50.0
     http_qps: float = 600.0
     http_clients: int = 16  # the concurrency the serving targets are stated at
+    # the served mode's QPS over the same server's in bm25 mode at http_clients (issue 58)
+    http_qps_vs_reference: float = 0.8
+    http_p50_overhead_ms: float = 1.5  # 1-client HTTP p50 minus the served mode's in-process p50 (issue 58)
 
     def validate(self) -> None:
-        if min(self.uni_vs_bm25_p50, self.onnx_speedup_p50, self.http_p95_ms, self.http_qps) <= 0:
+        if min(self.uni_vs_bm25_p50, self.onnx_speedup_p50, self.http_p95_ms, self.http_qps,
+               self.http_qps_vs_reference, self.http_p50_overhead_ms) <= 0:
             raise ValueError("bench targets must be positive")
         if self.http_clients <= 0:
             raise ValueError(f"http_clients must be positive, got {self.http_clients}")
