@@ -232,7 +232,8 @@ def render_markdown(result: dict) -> str:
         lines.append(f"skipped: {_skipped(http)}")
     else:
         mode = http["mode"] or f"the bundle default ({http.get('served_mode') or '?'})"
-        workers = f"{http['workers']} uvicorn worker(s)" if http.get("workers") else "uvicorn workers: not recorded"
+        n = http.get("workers")
+        workers = f"{n} uvicorn worker{'s' if n != 1 else ''}" if n else "uvicorn workers: not recorded"
         lines += [f"mode {mode}, k={http['k']}, {workers}; server RSS (all its processes) taken right after each level",
                   ""]
         reference = http.get("reference") or {}

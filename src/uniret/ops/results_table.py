@@ -330,7 +330,8 @@ class Tables:
         http = bench.get("http") or {}
         levels = http.get("levels") or {}
         if levels:
-            workers = f", {http['workers']} uvicorn workers" if http.get("workers") else ""
+            n = http.get("workers")
+            workers = f", {n} uvicorn worker{'s' if n != 1 else ''}" if n else ""
             out += ["", f"#### HTTP serving (`uniret serve` on {http.get('host')}, mode {http.get('mode') or 'the bundle default'}, "
                         f"k={http.get('k')}{workers}; BM25: the same server in bm25 mode)", "",
                     "| clients | p50 ms | p95 ms | QPS | failed | server RSS MB | BM25 p95 ms | BM25 QPS |",
