@@ -154,8 +154,9 @@ def test_render_refuses_result_files_that_would_blank_a_column(artifacts, tmp_pa
 
 def test_a_stated_provenance_replaces_the_demo_time_in_the_caption(artifacts, tmp_path):
     out = tmp_path / "results"
-    demo = collect(artifacts, out, resamples=50, provenance="the DAG resumed at its mine stage")
+    demo = collect(artifacts, out, resamples=50, provenance="the DAG resumed at its mine stage", commit="e6d27d3")
     assert demo["provenance"] == "the DAG resumed at its mine stage"
+    assert demo["commit"] == "e6d27d3"  # as stated, not the checkout's HEAD at collection time
     head = render_blocks(out)["headline"]
     assert "Quality: the DAG resumed at its mine stage (Test CPU, 2 cores, 8.0 GB" in head
     assert "its stages took" not in head and "the demo took" not in head

@@ -17,7 +17,7 @@ def _collect(args: argparse.Namespace) -> int:
     from uniret.ops.results_collect import collect
 
     demo = collect(Path(args.artifacts), Path(args.results), args.served, args.demo_seconds, args.also,
-                   args.metric, args.resamples, provenance=args.provenance)
+                   args.metric, args.resamples, provenance=args.provenance, commit=args.commit)
     print(f"results: {args.results}/demo.json, evaluate/ and significance/ written "
           f"(served {demo['served_mode']}, heads {', '.join(demo['heads']) or 'none'}); "
           f"now `uniret results render --write`")
@@ -67,6 +67,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--provenance", default=None,
                    help="how the figures were made when not by one cold demo (e.g. a DAG resumed at a stage); "
                         "shown instead of the demo's time")
+    c.add_argument("--commit", default=None,
+                   help="the commit the demo ran (default: the artifacts' checkout's HEAD now, '+changes' when "
+                        "tracked files differ, as dvc.lock does after a demo)")
     c.add_argument("--metric", default="ndcg@10")
     c.add_argument("--resamples", type=int, default=10000, help="bootstrap resamples (default: 10000)")
     c.set_defaults(func=_collect)

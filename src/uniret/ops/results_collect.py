@@ -91,7 +91,7 @@ def _served(bundle_manifest: dict[str, Any], served: str | None, path: Path) -> 
 
 
 def demo_record(artifacts: Path, served: str | None = None, demo_seconds: float | None = None,
-                provenance: str | None = None) -> dict[str, Any]:
+                provenance: str | None = None, commit: str | None = None) -> dict[str, Any]:
     """What results/demo.json says about the demo whose artifacts these are (`provenance`: how the
     figures were made when not by one cold demo; the tables show it instead of the demo's time)."""
     evaluate = _read_json(artifacts / "evaluate" / MANIFEST)
@@ -119,7 +119,8 @@ def demo_record(artifacts: Path, served: str | None = None, demo_seconds: float 
     published = ((_read_json(promotion).get("pointer") or {}).get("version") if promotion.is_file() else None)
     return {
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(finished)),
-        "commit": _git_commit(artifacts.resolve().parent),
+        # the checkout's HEAD now is the demo's only if nothing was checked out since: `commit` states it
+        "commit": commit or _git_commit(artifacts.resolve().parent),
         "machine": _machine(artifacts),
         "profile": evaluate.get("profile"),
         "recipe": recipe,
@@ -136,13 +137,13 @@ def demo_record(artifacts: Path, served: str | None = None, demo_seconds: float 
 
 def collect(artifacts: Path, out: Path, served: str | None = None, demo_seconds: float | None = None,
             also: Sequence[str] = (), metric: str = "ndcg@10", resamples: int = 10000, seed: int = 0,
-            provenance: str | None = None) -> dict[str, Any]:
+            provenance: str | None = None, commit: str | None = None) -> dict[str, Any]:
     """Write demo.json, evaluate/ and significance/ of `artifacts` into `out` (see module doc); returns demo.json.
 
     Nothing is replaced until every file is written; bench/ and other files in `out` stay as they are.
     """
     artifacts, out = Path(artifacts), Path(out)
-    demo = demo_record(artifacts, served, demo_seconds, provenance)
+    demo = demo_record(artifacts, served, demo_seconds, provenance, commit)
     evaluated = artifacts / "evaluate"
     metrics = _read_json(evaluated / METRICS_JSON)
     datasets = list(metrics.get("datasets") or {})
