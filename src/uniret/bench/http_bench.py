@@ -6,7 +6,7 @@ import logging
 from itertools import cycle, islice
 from pathlib import Path
 
-from uniret.bench.http_client import get_json, run_load
+from uniret.bench.http_client import run_load
 from uniret.bench.server import LOOPBACK, LocalServer
 from uniret.bench.stats import latency_summary
 from uniret.config.serving import HttpBenchConfig
@@ -55,8 +55,7 @@ def http_latency(bundle_dir: Path, params: Path, profile: str | None, queries: l
     out: dict = {"mode": cfg.mode, "k": cfg.k, "host": LOOPBACK, "workers": workers, "levels": {}}
     with LocalServer(["--bundle", str(bundle_dir)], params, profile) as server:
         server.start(cfg.startup_timeout_s)
-        _, ready = get_json(LOOPBACK, server.port, "/readyz")
-        out["served_mode"] = cfg.mode or ((ready or {}).get("bundle") or {}).get("default_mode")
+        out["served_mode"] = cfg.mode or (server.ready.get("bundle") or {}).get("default_mode")
         run_load(LOOPBACK, server.port, 1, bodies(cfg.mode), max(warmup, 1), cfg.max_seconds)  # warm its paths
         if cfg.reference_mode:
             run_load(LOOPBACK, server.port, 1, bodies(cfg.reference_mode), max(warmup, 1), cfg.max_seconds)

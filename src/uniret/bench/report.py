@@ -16,7 +16,8 @@ def targets(result: dict, goal: BenchTargets) -> list[dict]:
     """The project's speed targets, measured value next to each (reported, never asserted)."""
     modes = result.get("modes") or {}
     enc = (result.get("encoders") or {}).get("query_batch1") or {}
-    levels = ((result.get("http") or {}).get("levels")) or {}
+    http = result.get("http") or {}
+    levels = http.get("levels") or {}
     uni_ratio = (modes.get("uni") or {}).get("p50_vs_bm25")
     fast_ratio = (modes.get("hybrid_fast") or {}).get("p50_vs_bm25")
     speedup = enc.get("onnx_speedup_p50")
@@ -25,7 +26,6 @@ def targets(result: dict, goal: BenchTargets) -> list[dict]:
     top = stated if stated in levels else (max(levels, key=int) if levels else None)
     p95 = levels[top]["p95_ms"] if top else None
     qps = levels[top]["qps"] if top else None
-    http = result.get("http") or {}
     reference = ((http.get("reference") or {}).get("levels") or {}).get(top or "") or {}
     qps_ratio = round(qps / reference["qps"], 3) if qps and reference.get("qps") else None
     # HTTP's own cost: the 1-client p50 over the same mode's in-process p50 (bench_modes)

@@ -44,6 +44,7 @@ class LocalServer:
             self.cmd += ["--profile", profile]
         self.env = {**os.environ, **(env or {})}
         self.proc: subprocess.Popen | None = None
+        self.ready: dict = {}  # the body of the /readyz (or /healthz) answer start() waited for
         # the server's output; kept after a failure (its tail is quoted in start-up errors)
         self._log = tempfile.NamedTemporaryFile(prefix="uniret-serve-", suffix=".log", delete=False, dir=log_dir)
 
@@ -55,19 +56,20 @@ class LocalServer:
         """Start the process; wait for /healthz (and /readyz when `wait_ready`) to answer 200."""
         log.info("starting %s", " ".join(self.cmd))
         self.proc = subprocess.Popen(self.cmd, env=self.env, stdout=self._log, stderr=subprocess.STDOUT)
-        self.wait_for("/readyz" if wait_ready else "/healthz", timeout_s)
+        self.ready = self.wait_for("/readyz" if wait_ready else "/healthz", timeout_s)
         return self
 
-    def wait_for(self, path: str, timeout_s: float) -> None:
-        """Poll `path` until it answers 200; RuntimeError (with the server log) on exit or timeout."""
+    def wait_for(self, path: str, timeout_s: float) -> dict:
+        """Poll `path` until it answers 200 and return its JSON body ({} when not an object);
+        RuntimeError (with the server log) on exit or timeout."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
                 raise RuntimeError(f"uniret serve exited with {self.proc.returncode}:\n{self.log_tail()}")
             try:
-                status, _ = get_json(LOOPBACK, self.port, path, timeout_s=POLL_S * 4)
+                status, body = get_json(LOOPBACK, self.port, path, timeout_s=POLL_S * 4)
                 if status == 200:
-                    return
+                    return body if isinstance(body, dict) else {}
             except OSError:
                 pass  # not listening yet
             time.sleep(POLL_S)
