@@ -85,10 +85,11 @@ def _memoise_encoders() -> None:
     token_vectors, teacher_vectors = static_tower.token_vectors, static_tower.teacher_vectors
     memo: dict = {}
 
-    def cached_tokens(model, tokenizer, batch):
-        if "tokens" not in memo:
-            memo["tokens"] = token_vectors(model, tokenizer, batch)
-        return memo["tokens"]
+    def cached_tokens(model, tokenizer, batch, ids=None):
+        key = ("tokens", None if ids is None else tuple(ids.tolist()))
+        if key not in memo:
+            memo[key] = token_vectors(model, tokenizer, batch, ids)
+        return memo[key]
 
     def cached_teacher(model, tokenizer, texts, max_length, batch=128):
         missing = [t for t in dict.fromkeys(texts) if t not in memo]

@@ -311,6 +311,9 @@ class StaticQueryConfig:
     batch_size: int = 256
     lr: float = 0.003
     init_batch: int = 1024  # vocabulary tokens per forward pass of the token-vector initialisation
+    # which tokens the initialisation encodes: all (every vocabulary token), or seen (the tokens of the
+    # indexed documents, the distillation texts and the fine-tuning queries; the others start at zero)
+    init_vocab: str = "all"
     seed: int = 7
     # a corpus other than the bundle's (zero-shot sets, NFCorpus dev) is searched with the IDF of its own
     # documents, as a bundle built over it would be; false: the bundle's table everywhere
@@ -340,6 +343,8 @@ class StaticQueryConfig:
             raise ValueError(f"clicks must be ips, naive or none, got {self.clicks!r}")
         if self.clicks_weight < 0:
             raise ValueError(f"clicks_weight must be >= 0, got {self.clicks_weight}")
+        if self.init_vocab not in ("all", "seen"):
+            raise ValueError(f"init_vocab must be all or seen, got {self.init_vocab!r}")
         if self.clicks_aggregate not in ("sum", "rate"):
             raise ValueError(f"clicks_aggregate must be sum or rate, got {self.clicks_aggregate!r}")
         for name in ("epochs", "batch_size", "init_batch", "min_words", "max_words", "finetune_batch_size"):

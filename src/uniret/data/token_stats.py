@@ -20,17 +20,27 @@ def special_mask(tokenizer, vocab_size: int) -> np.ndarray:
     return mask
 
 
-def idf_weights(tokenizer, documents: Sequence[str], max_length: int, batch: int = 512) -> np.ndarray:
-    """BM25's IDF, log(1 + (N - df + 0.5) / (df + 0.5)), of every vocabulary token over `documents`
-    (each cut at `max_length` tokens, as the document encoder sees it); special tokens get 0."""
-    vocab = len(tokenizer)
-    df = np.zeros(vocab, dtype=np.int64)
+def document_frequencies(tokenizer, documents: Sequence[str], max_length: int, batch: int = 512) -> np.ndarray:
+    """[vocab] int64: in how many of `documents` (each cut at `max_length` tokens) each token occurs."""
+    df = np.zeros(len(tokenizer), dtype=np.int64)
     for start in range(0, len(documents), batch):
         enc = tokenizer(list(documents[start:start + batch]), add_special_tokens=False, truncation=True,
                         max_length=max_length)
         for ids in enc["input_ids"]:
             df[np.unique(np.asarray(ids, dtype=np.int64))] += 1
-    n = len(documents)
+    return df
+
+
+def idf_from_frequencies(tokenizer, df: np.ndarray, n: int) -> np.ndarray:
+    """BM25's IDF, log(1 + (N - df + 0.5) / (df + 0.5)), of each token of `df` over `n` documents;
+    special tokens get 0."""
     idf = np.log1p((n - df + 0.5) / (df + 0.5)).astype(np.float32)
-    idf[special_mask(tokenizer, vocab)] = 0.0
+    idf[special_mask(tokenizer, len(df))] = 0.0
     return idf
+
+
+def idf_weights(tokenizer, documents: Sequence[str], max_length: int, batch: int = 512) -> np.ndarray:
+    """BM25's IDF of every vocabulary token over `documents` (each cut at `max_length` tokens, as the
+    document encoder sees it); special tokens get 0."""
+    return idf_from_frequencies(tokenizer, document_frequencies(tokenizer, documents, max_length, batch),
+                                len(documents))

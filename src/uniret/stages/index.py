@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import logging
 import shutil
 import time
@@ -174,9 +175,9 @@ def _static_query(ctx: StageContext, cfg: IndexConfig, model, tokenizer, dataset
     from uniret.data.beir import read_qrels
     from uniret.data.pseudo_queries import PseudoQuerySpec, held_out_queries, pseudo_queries
     from uniret.feedback.examples import click_examples, logged_queries
-    from uniret.retrieval.corpus_cache import cached_model_array, cached_text_vectors
+    from uniret.retrieval.corpus_cache import cached_text_vectors
     from uniret.retrieval.static_query import STATIC_DIR, load_static_query, save_static_query
-    from uniret.training.static_tower import TrainPairs, build_static_tables, teacher_vectors, token_vectors
+    from uniret.training.static_tower import TrainPairs, build_static_tables, teacher_vectors
 
     scfg = cfg.static_query
     if not scfg.enabled:
@@ -207,9 +208,7 @@ def _static_query(ctx: StageContext, cfg: IndexConfig, model, tokenizer, dataset
     vectors = teacher = None
     if model_key is not None:
         root = ctx.artifacts / ctx.params.section("encoding").cache_dir
-        compute = functools.partial(token_vectors, model, tokenizer, scfg.init_batch)
-        vectors = functools.partial(cached_model_array, root, model_key, f"token vectors (batch {scfg.init_batch})",
-                                    compute)
+        vectors = functools.partial(_cached_token_vectors, root, model_key, model, tokenizer, scfg.init_batch)
         # the distillation targets per text: a nightly's texts are mostly the last night's
         teacher = functools.partial(cached_text_vectors, root, model_key, f"teacher vectors (query length {qlen})",
                                     compute=lambda ts: teacher_vectors(model, tokenizer, ts, qlen))
@@ -220,6 +219,18 @@ def _static_query(ctx: StageContext, cfg: IndexConfig, model, tokenizer, dataset
     save_static_query(bundle / STATIC_DIR, tables.tower, tables.token_weights, tables.meta)
     # read back as serving reads it, so fusion weights are learned on the stored (float16) tower
     return load_static_query(bundle / STATIC_DIR, tokenizer, qlen), tables.meta
+
+
+def _cached_token_vectors(root: Path, model_key: str, model, tokenizer, batch: int, ids) -> Any:
+    """The static tower's token vectors of `ids` (None: the whole vocabulary) from the encoding cache,
+    keyed by the model and the tokens encoded (init_vocab seen: the corpus's and the texts')."""
+    from uniret.retrieval.corpus_cache import cached_model_array
+    from uniret.training.static_tower import token_vectors
+
+    name = f"token vectors (batch {batch})"
+    if ids is not None:
+        name += f", tokens {hashlib.sha256(ids.tobytes()).hexdigest()[:16]}"
+    return cached_model_array(root, model_key, name, lambda: token_vectors(model, tokenizer, batch, ids))
 
 
 def run(ctx: StageContext) -> dict[str, Any]:

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from uniret.config.retrieval import StaticQueryConfig
-from uniret.data.token_stats import idf_weights, special_mask
+from uniret.data.token_stats import document_frequencies, idf_from_frequencies, special_mask
 
 log = logging.getLogger("uniret.training.static_tower")
 
@@ -59,22 +59,29 @@ def _query_vectors(dense: torch.nn.Module, input_ids: torch.Tensor, mask: torch.
     return F.normalize(out.float(), dim=-1).cpu().numpy()
 
 
-def token_vectors(model: torch.nn.Module, tokenizer, batch: int) -> np.ndarray:
-    """[vocab, dim]: each token's normalised query vector, encoded alone as [CLS] t [SEP]."""
+def token_vectors(model: torch.nn.Module, tokenizer, batch: int, ids: np.ndarray | None = None) -> np.ndarray:
+    """[vocab, dim]: each token's normalised query vector, encoded alone as [CLS] t [SEP]. `ids`: only
+    these tokens are encoded, the other rows stay zero (static_query.init_vocab: seen)."""
     dense = _dense_part(model).eval()
     vocab = len(tokenizer)
+    todo = torch.arange(vocab, dtype=torch.long) if ids is None else torch.as_tensor(ids, dtype=torch.long)
     cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
-    parts = []
-    for start in tqdm(range(0, vocab, batch), desc="static tower: token vectors", leave=False):
-        ids = torch.arange(start, min(start + batch, vocab), dtype=torch.long).unsqueeze(1)
-        columns = [ids]
+    out: np.ndarray | None = None
+    for start in tqdm(range(0, len(todo), batch), desc="static tower: token vectors", leave=False):
+        rows = todo[start:start + batch].unsqueeze(1)
+        columns = [rows]
         if cls is not None:
-            columns.insert(0, torch.full_like(ids, cls))
+            columns.insert(0, torch.full_like(rows, cls))
         if sep is not None:
-            columns.append(torch.full_like(ids, sep))
+            columns.append(torch.full_like(rows, sep))
         input_ids = torch.cat(columns, dim=1)
-        parts.append(_query_vectors(dense, input_ids, torch.ones_like(input_ids)))
-    return np.concatenate(parts).astype(np.float32)
+        vecs = _query_vectors(dense, input_ids, torch.ones_like(input_ids))
+        if out is None:
+            out = np.zeros((vocab, vecs.shape[1]), dtype=np.float32)
+        out[rows.squeeze(1).numpy()] = vecs
+    if out is None:
+        raise ValueError("no token to encode for the static tower's initialisation")
+    return out
 
 
 def teacher_vectors(model: torch.nn.Module, tokenizer, texts: Sequence[str], max_length: int,
@@ -105,6 +112,19 @@ def _bags(tokenizer, texts: Sequence[str], max_length: int, special: np.ndarray)
             bags.append(arr)
             kept.append(i)
     return bags, kept
+
+
+def _seen_tokens(df: np.ndarray, bags: list[np.ndarray], tokenizer, pairs: TrainPairs | None,
+                 max_length: int, special: np.ndarray) -> np.ndarray:
+    """The ordinary tokens of the indexed documents (df > 0), the distillation texts and the
+    fine-tuning queries: the rows init_vocab seen encodes."""
+    seen = df > 0
+    for bag in bags:
+        seen[bag] = True
+    if pairs is not None and pairs.texts:
+        for bag in _bags(tokenizer, pairs.texts, max_length, special)[0]:
+            seen[bag] = True
+    return np.flatnonzero(seen & ~special)
 
 
 def _bag_batch(bags: list[np.ndarray], rows: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -213,27 +233,29 @@ def build_static_tables(model: torch.nn.Module, tokenizer, documents: Sequence[s
                         query_max_length: int, doc_max_length: int, cfg: StaticQueryConfig,
                         text_counts: dict[str, int] | None = None, pairs: TrainPairs | None = None,
                         doc_vectors: np.ndarray | None = None,
-                        vectors: Callable[[], np.ndarray] | None = None,
+                        vectors: Callable[[np.ndarray | None], np.ndarray] | None = None,
                         teacher: Callable[[list[str]], np.ndarray] | None = None) -> StaticTables:
     """The bundle's static query tables: IDF weights over `documents`, a tower distilled on `texts`,
     then (cfg.finetune_epochs > 0) fine-tuned on `pairs` against `doc_vectors`, the rows of the
-    documents' frozen dense vectors. `vectors`: where the model's `token_vectors` come from (the index
-    stage's encoding cache), else they are computed here; `teacher`: where the distillation targets of
+    documents' frozen dense vectors. `vectors(ids)`: where the model's `token_vectors` of those
+    token ids (None: all) come from (the index stage's encoding cache), else they are computed here; `teacher`: where the distillation targets of
     a list of texts come from (the same cache), else `teacher_vectors`."""
     torch.manual_seed(cfg.seed)
     times: dict[str, float] = {}
     start = time.perf_counter()
-    weights = idf_weights(tokenizer, documents, doc_max_length)
+    df = document_frequencies(tokenizer, documents, doc_max_length)
+    weights = idf_from_frequencies(tokenizer, df, len(documents))
     times["idf_s"] = time.perf_counter() - start
+    special = special_mask(tokenizer, len(weights))
+    bags, kept = _bags(tokenizer, texts, query_max_length, special)
     start = time.perf_counter()
-    tokens = vectors() if vectors is not None else token_vectors(model, tokenizer, cfg.init_batch)
+    ids = _seen_tokens(df, bags, tokenizer, pairs, query_max_length, special) if cfg.init_vocab == "seen" else None
+    tokens = vectors(ids) if vectors is not None else token_vectors(model, tokenizer, cfg.init_batch, ids)
     # IDF scaling: in the sum a frequent token (the, of, ##s) weighs little, a rare one much
     positive = weights[weights > 0]
     scale = weights / (float(positive.mean()) if len(positive) else 1.0)
     init = tokens * scale[:, None]
     times["init_s"] = time.perf_counter() - start
-    special = special_mask(tokenizer, len(weights))
-    bags, kept = _bags(tokenizer, texts, query_max_length, special)
     start = time.perf_counter()
     kept_texts = [texts[i] for i in kept]
     targets = (teacher(kept_texts) if teacher is not None
@@ -264,6 +286,8 @@ def build_static_tables(model: torch.nn.Module, tokenizer, documents: Sequence[s
         "seconds": {k: round(v, 2) for k, v in times.items()},
         "dim": int(tower.shape[1]),
         "vocab": int(tower.shape[0]),
+        "init_vocab": cfg.init_vocab,
+        "init_tokens": int(np.count_nonzero(np.abs(tokens).sum(axis=1))),
         "finite": bool(np.isfinite(tower).all() and math.isfinite(float(weights.sum()))),
     }
     return StaticTables(tower=tower, token_weights=weights, meta=meta)
