@@ -41,8 +41,9 @@ def _python_in(image: str, podman: list[str], env: dict[str, str]) -> str:
 
 
 @pytest.fixture(scope="module")
-def runs(repo_root, shared_data, tmp_path_factory, cpu_image, tiny_dag_params, tiny_dag_by_dvc) -> dict[str, Any]:
-    """The whole tiny DAG in the image, and the host's run of the same params (the session's dvc run)."""
+def runs(request, repo_root, shared_data, tmp_path_factory, cpu_image, tiny_dag_params) -> dict[str, Any]:
+    """The whole tiny DAG in the image, and the host's run of the same params (the session's dvc run,
+    asked for after the image's run: while the other xdist worker builds it, this one is not idle)."""
     base = tmp_path_factory.mktemp("dag")
     params = tiny_dag_params()
     params["evaluate"]["expected_scores"] = []  # the image holds no repo files; sliced data skips the check anyway
@@ -54,7 +55,7 @@ def runs(repo_root, shared_data, tmp_path_factory, cpu_image, tiny_dag_params, t
     cfg = dataclasses.replace(load_params(params_path).section("pipeline"), local_root=str(base / "kfp"))
     image = run_local(repo_root, cfg, workdir=base / "image", profile="tiny", params_path=params_path,
                       data=shared_data, image=cpu_image)
-    return {"tag": cpu_image, "image": image, "host": tiny_dag_by_dvc[0]}
+    return {"tag": cpu_image, "image": image, "host": request.getfixturevalue("tiny_dag_by_dvc")[0]}
 
 
 def _host_manifests(repo: Path) -> dict[str, dict]:
