@@ -52,7 +52,7 @@ def main() -> int:
     configs = json.loads(args.configs) if args.configs else DEFAULT_CONFIGS
     queries = list(BeirDataset(Path(args.data) / "scifact", "scifact").split_queries("test").values())
     cfg = HttpBenchConfig(concurrency=args.clients, requests_per_level=args.requests, max_seconds=60.0,
-                          startup_timeout_s=300.0)
+                          startup_timeout_s=300.0, rounds=1)
     rows = []
     with tempfile.TemporaryDirectory(prefix="uniret-serve-settings-") as tmp:
         for name, serve in configs.items():

@@ -83,6 +83,13 @@ def test_http_section_served_every_level_without_failures(bench_out, repo_root):
     assert http["served_mode"] in bench_out[0]["modes"]
     for row in http["levels"].values():
         assert row["failed"] == 0 and 0 < row["n"] <= 48 and row["p95_ms"] > 0
+    # each level in rounds, the served and reference modes taking turns on new connections
+    for row in (*http["levels"].values(), *http["reference"]["levels"].values()):
+        assert row["rounds"] == cfg.http.rounds > 1
+        assert len(row["qps_by_round"]) == len(row["connections_by_worker"]) == cfg.http.rounds
+    landed = [c for row in http["levels"].values() for c in row["connections_by_worker"] if c]
+    assert landed and all(len(c) == 1 for c in landed), landed  # the tiny server's one worker took them all
+    assert "connections per worker by round" in bench_out[1]
 
 
 @pytest.mark.slow

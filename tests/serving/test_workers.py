@@ -4,6 +4,7 @@
   bundle is loaded, so no request lands on one still loading (the first ready takes them all meanwhile).
 - Every scrape, whichever worker answers it, counts every worker's searches (prometheus_client's
   multiprocess mode), where each worker alone served fewer.
+- The bench's count of open connections per worker sees both workers and every connection.
 - The metric files' folder is gone once the server stops.
 - A killed worker's in-flight count leaves the sum when the next worker starts; its searches stay.
 - One worker with $PROMETHEUS_MULTIPROC_DIR set by the caller writes to a fresh folder: an earlier
@@ -12,6 +13,7 @@
 
 from __future__ import annotations
 
+import http.client
 import os
 import re
 import shutil
@@ -27,13 +29,15 @@ import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from uniret.bench.http_client import post_json
+from uniret.bench.http_bench import connections_by_worker
+from uniret.bench.http_client import post_json, request_json
 from uniret.bench.server import LOOPBACK, LocalServer
 from uniret.serving.metrics import MULTIPROC_ENV, drop_dead_workers
 
 SEARCHES = 48
 CLIENTS = 8  # connections open at once, so both workers accept some
 SCRAPES = 12
+KEPT_ALIVE = 6  # keep-alive connections open at once while the bench's counter reads them
 BOTH_SERVING_S = 120.0  # hang guard, not a claimed bound
 START_TIMEOUT_S = 240.0  # hang guard, not a claimed bound
 
@@ -97,6 +101,16 @@ def test_two_workers_serve_from_the_start_and_every_scrape_counts_both(tiny_bund
             text = _scrape(server.port)
             assert _sample_sum(text, "uniret_search_requests_total", 'status="200"') == sent
             assert _sample_sum(text, "uniret_bundle_info") == 1.0  # the answering process's live bundle, one series
+        # the bench's view of where keep-alive connections landed: one count per worker, summing to those open
+        conns = [http.client.HTTPConnection(LOOPBACK, server.port, timeout=30) for _ in range(KEPT_ALIVE)]
+        try:
+            for conn in conns:
+                assert request_json(conn, "POST", "/search", {"query": "cancer cells", "k": 10})[0] == 200
+            by_worker = connections_by_worker(server.proc.pid, server.port)
+        finally:
+            for conn in conns:
+                conn.close()
+        assert len(by_worker) == 2 and sum(by_worker) == KEPT_ALIVE, by_worker
     assert not folders[0].exists()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from itertools import cycle, islice
 from pathlib import Path
 
@@ -33,37 +34,103 @@ def rss_mb(pid: int) -> float | None:
     return round(total / 2**20, 1)
 
 
+def connections_by_worker(pid: int, port: int) -> list[int]:
+    """Established connections on `port` held by each process of server `pid` that listens on it
+    (its uvicorn workers; the supervisor too only when it serves alone), most first; [] where psutil
+    cannot read them."""
+    import psutil
+
+    try:
+        parent = psutil.Process(pid)
+        held = {}
+        for proc in (parent, *parent.children(recursive=True)):
+            conns = [c for c in proc.net_connections(kind="tcp") if c.laddr and c.laddr.port == port]
+            if any(c.status == psutil.CONN_LISTEN for c in conns):
+                held[proc.pid] = sum(1 for c in conns if c.status == psutil.CONN_ESTABLISHED)
+    except psutil.Error:
+        return []
+    if len(held) > 1:
+        held.pop(pid, None)  # a supervisor holds the socket its workers accept on
+    return sorted(held.values(), reverse=True)
+
+
+class _ConnectionSampler:
+    """Samples connections_by_worker while a load runs; keeps the first sample holding all `clients`
+    connections ([] when the load ended before one did)."""
+
+    def __init__(self, pid: int, port: int, clients: int) -> None:
+        self.pid, self.port, self.clients = pid, port, clients
+        self.counts: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="conn-sampler", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            counts = connections_by_worker(self.pid, self.port)
+            if not counts or sum(counts) >= self.clients:
+                self.counts = counts
+                return
+
+    def __enter__(self) -> _ConnectionSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
 def http_latency(bundle_dir: Path, params: Path, profile: str | None, queries: list[str], cfg: HttpBenchConfig,
                  warmup: int, workers: int | None = None) -> dict:
     """{clients: latency summary + failures} per concurrency level, against one server process.
 
+    With a reference mode, each level runs `cfg.rounds` rounds of the mode then the reference mode on
+    new connections each, and sums each mode's rounds (requests over the rounds' wall seconds).
     `workers`: the uvicorn processes the server runs with (params serve.workers), recorded with the
     figures; the mode the server answered in (`served_mode`) is read from its /readyz.
     """
     texts = list(islice(cycle(queries), max(len(queries), 1)))
+    modes = [cfg.mode] + ([cfg.reference_mode] if cfg.reference_mode else [])
+    per_round = [cfg.requests_per_level // cfg.rounds + (r < cfg.requests_per_level % cfg.rounds)
+                 for r in range(cfg.rounds)]
 
     def bodies(mode: str | None):
         # mode None: the served default
         return lambda i: {"query": texts[i % len(texts)], "mode": mode, "k": cfg.k}
 
-    def level(server: LocalServer, clients: int, mode: str | None) -> dict:
-        result = run_load(LOOPBACK, server.port, clients, bodies(mode), cfg.requests_per_level, cfg.max_seconds)
-        summary = latency_summary(result.latencies, result.wall_seconds)
-        # server memory right after the level, while its buffers and threads are still warm
-        return {**summary, "failed": result.failed, "errors": result.errors[:5], "server_rss_mb": rss_mb(server.proc.pid)}
+    def level(server: LocalServer, clients: int) -> list[dict]:
+        latencies: list[list[float]] = [[] for _ in modes]
+        walls, failed, errors = [0.0] * len(modes), [0] * len(modes), [[] for _ in modes]
+        round_qps: list[list[float]] = [[] for _ in modes]
+        spread: list[list[list[int]]] = [[] for _ in modes]
+        for requests in per_round:
+            for m, mode in enumerate(modes):
+                with _ConnectionSampler(server.proc.pid, server.port, min(clients, requests)) as sampler:
+                    result = run_load(LOOPBACK, server.port, clients, bodies(mode), requests, cfg.max_seconds / cfg.rounds)
+                latencies[m] += result.latencies
+                walls[m] += result.wall_seconds
+                failed[m] += result.failed
+                errors[m] += result.errors
+                round_qps[m].append(round(len(result.latencies) / result.wall_seconds, 1) if result.wall_seconds else 0.0)
+                spread[m].append(sampler.counts)
+        rss = rss_mb(server.proc.pid)  # right after the level, while its buffers and threads are still warm
+        return [{**latency_summary(latencies[m], walls[m]), "failed": failed[m], "errors": errors[m][:5],
+                 "server_rss_mb": rss, "rounds": len(per_round), "qps_by_round": round_qps[m],
+                 "connections_by_worker": spread[m]} for m in range(len(modes))]
 
     out: dict = {"mode": cfg.mode, "k": cfg.k, "host": LOOPBACK, "workers": workers, "levels": {}}
     with LocalServer(["--bundle", str(bundle_dir)], params, profile) as server:
         server.start(cfg.startup_timeout_s)
         out["served_mode"] = cfg.mode or (server.ready.get("bundle") or {}).get("default_mode")
-        run_load(LOOPBACK, server.port, 1, bodies(cfg.mode), max(warmup, 1), cfg.max_seconds)  # warm its paths
+        for mode in modes:  # warm each mode's paths
+            run_load(LOOPBACK, server.port, 1, bodies(mode), max(warmup, 1), cfg.max_seconds)
         if cfg.reference_mode:
-            run_load(LOOPBACK, server.port, 1, bodies(cfg.reference_mode), max(warmup, 1), cfg.max_seconds)
             out["reference"] = {"mode": cfg.reference_mode, "levels": {}}
         for clients in cfg.concurrency:
-            out["levels"][str(clients)] = level(server, clients, cfg.mode)
-            log.info("http %d clients: %s", clients, out["levels"][str(clients)])
+            figures = level(server, clients)
+            out["levels"][str(clients)] = figures[0]
+            log.info("http %d clients: %s", clients, figures[0])
             if cfg.reference_mode:  # the same server and load in the reference mode: the stack's ceiling
-                out["reference"]["levels"][str(clients)] = ref = level(server, clients, cfg.reference_mode)
-                log.info("http %d clients, %s mode: %s", clients, cfg.reference_mode, ref)
+                out["reference"]["levels"][str(clients)] = figures[1]
+                log.info("http %d clients, %s mode: %s", clients, cfg.reference_mode, figures[1])
     return out

@@ -250,7 +250,26 @@ def render_markdown(result: dict) -> str:
         if ref:
             lines += ["", f"The last two columns: the same server and load in mode {reference.get('mode')} "
                           "(the HTTP stack's ceiling on this machine)."]
+        lines += _rounds_lines(http["levels"], ref, reference.get("mode"))
     return "\n".join(lines) + "\n"
+
+
+def _rounds_lines(levels: dict, ref: dict, ref_mode: str | None) -> list[str]:
+    """Per level, each round's QPS and how its connections landed on the workers (bench.http.rounds)."""
+    rows = []
+    for c, r in levels.items():
+        if (r.get("rounds") or 1) < 2:
+            continue
+        row = [c, " / ".join(str(q) for q in r["qps_by_round"]),
+               " ".join("+".join(map(str, w)) or "?" for w in r["connections_by_worker"])]
+        if c in ref:
+            row.append(" / ".join(str(q) for q in ref[c].get("qps_by_round", [])))
+        rows.append(row)
+    if not rows:
+        return []
+    head = ["clients", "QPS by round", "connections per worker by round"] + ([f"{ref_mode} QPS by round"] if ref else [])
+    return ["", "Rounds (the modes take turns, new connections each round; QPS above is over all rounds):", "",
+            *_table(head, [row + [""] * (len(head) - len(row)) for row in rows])]
 
 
 def write_results(result: dict, out_dir: Path) -> tuple[Path, Path]:

@@ -99,10 +99,15 @@ class HttpBenchConfig:
     startup_timeout_s: float  # the server loads the bundle (JVM, ONNX) before /readyz is 200
     # the same server in this mode at every concurrency level: the HTTP stack's ceiling (None: off)
     reference_mode: str | None = "bm25"
+    # a level's requests in this many rounds, the mode and the reference mode taking turns, each round
+    # on new connections (which land unevenly on the uvicorn workers): figures are over all rounds
+    rounds: int
 
     def validate(self) -> None:
         if not self.concurrency or any(c <= 0 for c in self.concurrency):
             raise ValueError(f"concurrency must list positive client counts, got {self.concurrency}")
+        if self.rounds <= 0 or self.rounds > self.requests_per_level:
+            raise ValueError(f"rounds must be between 1 and requests_per_level, got {self.rounds}")
         if self.requests_per_level <= 0 or self.max_seconds <= 0 or self.startup_timeout_s <= 0:
             raise ValueError("requests_per_level, max_seconds and startup_timeout_s must be positive")
 
