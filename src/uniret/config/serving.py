@@ -106,10 +106,10 @@ class HttpBenchConfig:
     def validate(self) -> None:
         if not self.concurrency or any(c <= 0 for c in self.concurrency):
             raise ValueError(f"concurrency must list positive client counts, got {self.concurrency}")
-        if self.rounds <= 0 or self.rounds > self.requests_per_level:
-            raise ValueError(f"rounds must be between 1 and requests_per_level, got {self.rounds}")
         if self.requests_per_level <= 0 or self.max_seconds <= 0 or self.startup_timeout_s <= 0:
             raise ValueError("requests_per_level, max_seconds and startup_timeout_s must be positive")
+        if self.rounds <= 0 or self.rounds > self.requests_per_level:
+            raise ValueError(f"rounds must be between 1 and requests_per_level, got {self.rounds}")
 
 
 @dataclass
