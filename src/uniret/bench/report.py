@@ -232,8 +232,7 @@ def render_markdown(result: dict) -> str:
         lines.append(f"skipped: {_skipped(http)}")
     else:
         mode = http["mode"] or f"the bundle default ({http.get('served_mode') or '?'})"
-        n = http.get("workers")
-        workers = f"{n} uvicorn worker{'s' if n != 1 else ''}" if n else "uvicorn workers: not recorded"
+        workers = workers_phrase(http.get("workers")) or "uvicorn workers: not recorded"
         lines += [f"mode {mode}, k={http['k']}, {workers}; server RSS (all its processes) taken right after each level",
                   ""]
         reference = http.get("reference") or {}
@@ -270,6 +269,11 @@ def _rounds_lines(levels: dict, ref: dict, ref_mode: str | None) -> list[str]:
     head = ["clients", "QPS by round", "connections per worker by round"] + ([f"{ref_mode} QPS by round"] if ref else [])
     return ["", "Rounds (the modes take turns, new connections each round; QPS above is over all rounds):", "",
             *_table(head, [row + [""] * (len(head) - len(row)) for row in rows])]
+
+
+def workers_phrase(n: int | None) -> str:
+    """'1 uvicorn worker', '2 uvicorn workers'; '' when the count was not recorded."""
+    return f"{n} uvicorn worker{'s' if n != 1 else ''}" if n else ""
 
 
 def write_results(result: dict, out_dir: Path) -> tuple[Path, Path]:

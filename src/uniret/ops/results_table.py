@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from uniret.bench.report import served_p50s
+from uniret.bench.report import served_p50s, workers_phrase
 from uniret.core.errors import DataError, DataProblem
 from uniret.core.jsonio import read_json
 from uniret.evaluation.overlap_scores import OVERLAP_KEY, novel_value, subset_key
@@ -330,8 +330,7 @@ class Tables:
         http = bench.get("http") or {}
         levels = http.get("levels") or {}
         if levels:
-            n = http.get("workers")
-            workers = f", {n} uvicorn worker{'s' if n != 1 else ''}" if n else ""
+            workers = f", {phrase}" if (phrase := workers_phrase(http.get("workers"))) else ""
             out += ["", f"#### HTTP serving (`uniret serve` on {http.get('host')}, mode {http.get('mode') or 'the bundle default'}, "
                         f"k={http.get('k')}{workers}; BM25: the same server in bm25 mode)", "",
                     "| clients | p50 ms | p95 ms | QPS | failed | server RSS MB | BM25 p95 ms | BM25 QPS |",

@@ -114,16 +114,12 @@ def _bags(tokenizer, texts: Sequence[str], max_length: int, special: np.ndarray)
     return bags, kept
 
 
-def _seen_tokens(df: np.ndarray, bags: list[np.ndarray], tokenizer, pairs: TrainPairs | None,
-                 max_length: int, special: np.ndarray) -> np.ndarray:
-    """The ordinary tokens of the indexed documents (df > 0), the distillation texts and the
-    fine-tuning queries: the rows init_vocab seen encodes."""
+def _seen_tokens(df: np.ndarray, bags: list[np.ndarray], special: np.ndarray) -> np.ndarray:
+    """The ordinary tokens of the indexed documents (df > 0) and of `bags` (the distillation texts'
+    and the fine-tuning queries'): the rows init_vocab seen encodes."""
     seen = df > 0
     for bag in bags:
         seen[bag] = True
-    if pairs is not None and pairs.texts:
-        for bag in _bags(tokenizer, pairs.texts, max_length, special)[0]:
-            seen[bag] = True
     return np.flatnonzero(seen & ~special)
 
 
@@ -237,9 +233,10 @@ def build_static_tables(model: torch.nn.Module, tokenizer, documents: Sequence[s
                         teacher: Callable[[list[str]], np.ndarray] | None = None) -> StaticTables:
     """The bundle's static query tables: IDF weights over `documents`, a tower distilled on `texts`,
     then (cfg.finetune_epochs > 0) fine-tuned on `pairs` against `doc_vectors`, the rows of the
-    documents' frozen dense vectors. `vectors(ids)`: where the model's `token_vectors` of those
-    token ids (None: all) come from (the index stage's encoding cache), else they are computed here; `teacher`: where the distillation targets of
-    a list of texts come from (the same cache), else `teacher_vectors`."""
+    documents' frozen dense vectors. `vectors(ids)`: where the model's `token_vectors` of those token
+    ids (None: all) come from (the index stage's encoding cache), else they are computed here;
+    `teacher`: where the distillation targets of a list of texts come from (the same cache), else
+    `teacher_vectors`."""
     torch.manual_seed(cfg.seed)
     times: dict[str, float] = {}
     start = time.perf_counter()
@@ -248,8 +245,10 @@ def build_static_tables(model: torch.nn.Module, tokenizer, documents: Sequence[s
     times["idf_s"] = time.perf_counter() - start
     special = special_mask(tokenizer, len(weights))
     bags, kept = _bags(tokenizer, texts, query_max_length, special)
+    finetune = bool(cfg.finetune_epochs and pairs is not None and pairs.texts and doc_vectors is not None)
+    query_bags, kept_pairs = _bags(tokenizer, pairs.texts, query_max_length, special) if finetune else ([], [])
     start = time.perf_counter()
-    ids = _seen_tokens(df, bags, tokenizer, pairs, query_max_length, special) if cfg.init_vocab == "seen" else None
+    ids = _seen_tokens(df, bags + query_bags, special) if cfg.init_vocab == "seen" else None
     tokens = vectors(ids) if vectors is not None else token_vectors(model, tokenizer, cfg.init_batch, ids)
     # IDF scaling: in the sum a frequent token (the, of, ##s) weighs little, a rare one much
     positive = weights[weights > 0]
@@ -265,9 +264,8 @@ def build_static_tables(model: torch.nn.Module, tokenizer, documents: Sequence[s
     tower, losses = distill_tower(init, bags, targets, cfg)
     times["distill_s"] = time.perf_counter() - start
     tuned: list[float] = []
-    if cfg.finetune_epochs and pairs is not None and pairs.texts and doc_vectors is not None:
+    if finetune:
         start = time.perf_counter()
-        query_bags, kept_pairs = _bags(tokenizer, pairs.texts, query_max_length, special)
         kept_weights = [pairs.weights[i] for i in kept_pairs] if pairs.weights is not None else None
         tower, tuned = finetune_tower(tower, query_bags, [pairs.positives[i] for i in kept_pairs], doc_vectors,
                                       bags, targets, cfg, kept_weights)
@@ -287,7 +285,7 @@ def build_static_tables(model: torch.nn.Module, tokenizer, documents: Sequence[s
         "dim": int(tower.shape[1]),
         "vocab": int(tower.shape[0]),
         "init_vocab": cfg.init_vocab,
-        "init_tokens": int(np.count_nonzero(np.abs(tokens).sum(axis=1))),
+        "init_tokens": len(ids) if ids is not None else int(tokens.shape[0]),
         "finite": bool(np.isfinite(tower).all() and math.isfinite(float(weights.sum()))),
     }
     return StaticTables(tower=tower, token_weights=weights, meta=meta)
