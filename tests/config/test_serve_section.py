@@ -25,6 +25,7 @@ def test_defaults_pass():
         ({"max_k": 0}, "max_k must be positive"),
         ({"default_k": 50, "max_k": 10}, r"default_k \(50\) cannot exceed max_k"),
         ({"onnx_threads": 0}, "onnx_threads must be positive or null"),
+        ({"gil_searches": -1}, r"gil_searches must be >= 0 \(0: on the event loop\)"),
         ({"request_timeout_s": 0}, "request_timeout_s positive"),
         # these three sat after a `return` in search_threads() and were never checked
         ({"probe_query": "   "}, "probe_query must be a non-empty query"),

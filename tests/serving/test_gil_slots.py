@@ -1,5 +1,5 @@
 """Serving runs a GIL-bound mode's searches on `serve.gil_searches` threads of their own, first come
-first served (E43), and the other modes on the shared pool; the static modes and hybrid_fast over a
+first served (E43), or with 0 on the request's own event loop (E86), and the other modes on the shared pool; the static modes and hybrid_fast over a
 real bundle are GIL-bound, BM25 and the transformer modes are not."""
 
 from __future__ import annotations
@@ -46,6 +46,15 @@ def test_gil_bound_searches_queue_for_their_own_threads(gil_bound, gil_threads):
     assert searcher.most == (gil_threads if gil_bound else 8)
     if gil_bound and gil_threads == 1:
         assert searcher.order == [f"q{i}" for i in range(48)]  # first come, first served
+
+
+def test_no_gil_threads_leaves_gil_bound_searches_to_the_caller():
+    pools = SearchPools(8, 0)
+    try:
+        assert pools.for_searcher(Overlap(gil_bound=True)) is None
+        assert pools.for_searcher(Overlap(gil_bound=False)) is pools.shared
+    finally:
+        pools.shutdown()
 
 
 def test_which_modes_of_a_real_bundle_are_gil_bound(tiny_bundle):

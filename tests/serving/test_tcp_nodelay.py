@@ -80,3 +80,13 @@ def test_uvicorns_protocol_as_serve_runs_it_answers_with_nodelay_on():
     answers, server_side = asyncio.run(run())
     assert answers == [(b"HTTP/1.1 200 OK", b"ok")] * 2 and len(made) == 1
     assert server_side == 1
+
+
+def test_serve_names_the_c_parser_and_loop_so_a_missing_one_fails_instead_of_falling_back():
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    from uniret.commands.serve_cmd import uvicorn_options
+    from uniret.config.serving import ServeConfig
+
+    options = uvicorn_options(ServeConfig())
+    assert options["loop"] == "uvloop" and issubclass(options["http"], HttpToolsProtocol)

@@ -5,6 +5,8 @@
 - Every scrape, whichever worker answers it, counts every worker's searches (prometheus_client's
   multiprocess mode), where each worker alone served fewer.
 - The bench's count of open connections per worker sees both workers and every connection.
+- Every worker runs uvicorn's C HTTP parser and event loop (httptools, uvloop: E86), not the
+  pure-Python ones uvicorn falls back to.
 - The metric files' folder is gone once the server stops.
 - A killed worker's in-flight count leaves the sum when the next worker starts; its searches stay.
 - One worker with $PROMETHEUS_MULTIPROC_DIR set by the caller writes to a fresh folder: an earlier
@@ -25,6 +27,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import psutil
 import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
@@ -40,6 +43,12 @@ SCRAPES = 12
 KEPT_ALIVE = 6  # keep-alive connections open at once while the bench's counter reads them
 BOTH_SERVING_S = 120.0  # hang guard, not a claimed bound
 START_TIMEOUT_S = 240.0  # hang guard, not a claimed bound
+
+
+def _mapped_libraries(pid: int) -> set[str]:
+    """The top-level packages whose compiled modules process `pid` has loaded (its /proc maps)."""
+    maps = Path(f"/proc/{pid}/maps").read_text()
+    return set(re.findall(r"site-packages/(\w+)/\S*\.so", maps))
 
 
 def _scrape(port: int) -> str:
@@ -111,6 +120,8 @@ def test_two_workers_serve_from_the_start_and_every_scrape_counts_both(tiny_bund
             for conn in conns:
                 conn.close()
         assert len(by_worker) == 2 and sum(by_worker) == KEPT_ALIVE, by_worker
+        workers = [p for p in psutil.Process(server.proc.pid).children() if "spawn_main" in " ".join(p.cmdline())]
+        assert len(workers) == 2 and all(_mapped_libraries(w.pid) >= {"httptools", "uvloop"} for w in workers)
     assert not folders[0].exists()
 
 

@@ -10,6 +10,10 @@ import os
 import shutil
 import signal
 import tempfile
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from uniret.config.serving import ServeConfig
 
 log = logging.getLogger("uniret.serving")
 
@@ -53,12 +57,21 @@ def _multiprocess_metrics():
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def uvicorn_options(cfg: ServeConfig) -> dict:
+    """uvicorn.run's keywords common to one and several workers: the C parser and event loop, named so
+    a missing one fails at start-up instead of falling back to pure Python (E86), and Nagle's algorithm
+    off on every connection, which uvicorn's own socket for several workers leaves on (E66)."""
+    from uniret.serving.tcp import NoDelayHttpProtocol
+
+    return {"host": cfg.host, "port": cfg.port, "log_level": cfg.log_level, "http": NoDelayHttpProtocol,
+            "loop": "uvloop"}
+
+
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from uniret.serving.app import create_app
     from uniret.serving.metrics import MULTIPROC_ENV
-    from uniret.serving.tcp import NoDelayHttpProtocol
 
     spec = {k: getattr(args, k) for k in ("params", "profile", "registry", "bundle", "host", "port", "workers", "modes",
                                           "engine", "uri")}
@@ -69,8 +82,7 @@ def _serve(args: argparse.Namespace) -> int:
     engine = f", index structures in Milvus {settings.milvus.uri}" if settings.engine == "milvus" else ""
     print(f"uniret serve: {settings.source.describe()}{engine} on http://{cfg.host}:{cfg.port} ({cfg.workers} worker(s))",
           flush=True)
-    # Nagle's algorithm off on every connection, which uvicorn's own socket for several workers leaves on (E66)
-    common = {"host": cfg.host, "port": cfg.port, "log_level": cfg.log_level, "http": NoDelayHttpProtocol}
+    common = uvicorn_options(cfg)
     if cfg.workers > 1:
         os.environ[SETTINGS_ENV] = json.dumps(spec)
         with _multiprocess_metrics():

@@ -29,8 +29,9 @@ class ServeConfig:
     workers: int = 2  # uvicorn processes; each loads the bundle and watches the pointer (why 2: E76)
     threads: int | None = None  # search threads per process (more requests wait in a queue); None: 4 per usable core
     # threads (first come, first served) for the searches of a mode that runs in Python under the GIL
-    # (Searcher.gil_bound: the static modes, hybrid_fast): more only fight over the GIL (why 1: E43)
-    gil_searches: int = 1
+    # (Searcher.gil_bound: the static modes, hybrid_fast): more only fight over the GIL (E43); 0: on the
+    # request's event loop, no hand-off to a thread, and no request_timeout_s cut (why 0: E86)
+    gil_searches: int = 0
     onnx_threads: int | None = None  # intra-op threads of the ONNX query encoder; None: onnxruntime's choice
     # OpenMP threads of one faiss search: concurrent requests already fill the cores, and OpenMP's
     # spinning threads collapse when the cores are oversubscribed (Flat 50k x 128, batch 1, loaded
@@ -56,9 +57,11 @@ class ServeConfig:
         if not 0 < self.port < 65536:
             raise ValueError(f"port must be in 1..65535, got {self.port}")
         for name in ("max_k", "default_k", "max_query_chars", "max_body_bytes", "workers", "batch_max",
-                     "batch_workers", "gil_searches"):
+                     "batch_workers"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.gil_searches < 0:
+            raise ValueError(f"gil_searches must be >= 0 (0: on the event loop), got {self.gil_searches}")
         if self.default_k > self.max_k:
             raise ValueError(f"default_k ({self.default_k}) cannot exceed max_k ({self.max_k})")
         for name in ("threads", "onnx_threads", "faiss_threads"):

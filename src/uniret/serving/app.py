@@ -31,7 +31,8 @@ For example:
     curl -s -X POST localhost:8000/admin/reload -H "authorization: Bearer $UNIRET_ADMIN_TOKEN"
 
 Searches run on a bounded pool of `serve.threads` threads (persistent, so the JVM attaches each
-once), those of a GIL-bound mode on `serve.gil_searches` threads of their own (`SearchPools`);
+once), those of a GIL-bound mode on `serve.gil_searches` threads of their own (`SearchPools`), or with 0
+(the default) on the event loop itself: a thread hand-off cost more than the ~1 ms search (E86);
 reloads run on their own single thread so a slow load never blocks searches. No
 `from __future__ import annotations` here: FastAPI must see the request model built in
 `create_app` as a real class, not as a string.
@@ -91,16 +92,17 @@ class SearchPools:
 
     def __init__(self, threads: int, gil_threads: int):
         self.shared = ThreadPoolExecutor(threads, thread_name_prefix="uniret-search")
-        self.gil = ThreadPoolExecutor(gil_threads, thread_name_prefix="uniret-search-gil")
+        self.gil = ThreadPoolExecutor(gil_threads, thread_name_prefix="uniret-search-gil") if gil_threads else None
 
-    def for_searcher(self, searcher: Searcher) -> ThreadPoolExecutor:
-        """The pool that runs `searcher`'s queries."""
+    def for_searcher(self, searcher: Searcher) -> ThreadPoolExecutor | None:
+        """The pool that runs `searcher`'s queries; None: the caller's own thread (gil_threads 0)."""
         return self.gil if searcher.gil_bound else self.shared
 
     def shutdown(self) -> None:
         """Finish the queued searches, then stop the threads."""
         self.shared.shutdown(wait=True)
-        self.gil.shutdown(wait=True)
+        if self.gil is not None:
+            self.gil.shutdown(wait=True)
 
 
 def bundle_info(live: LiveBundle, display=str) -> BundleInfo:
@@ -245,11 +247,14 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
         return Response(generate_latest(exposition), media_type=CONTENT_TYPE_LATEST)
 
     async def run_search(live: LiveBundle, mode: str, query: str, k: int) -> list[tuple[str, float]]:
-        """One mode's top k on the search pool, with the request timeout; HTTPException 504/500 on failure."""
+        """One mode's top k on its pool with the request timeout (or on the event loop: serve.gil_searches 0);
+        HTTPException 504/500 on failure."""
         searcher = live.searchers[mode]
-        work = asyncio.get_running_loop().run_in_executor(search_pools.for_searcher(searcher), run_query, searcher,
-                                                          query, k)
+        pool = search_pools.for_searcher(searcher)
         try:
+            if pool is None:  # serve.gil_searches 0: on the event loop, no thread hand-off (E86)
+                return run_query(searcher, query, k)
+            work = asyncio.get_running_loop().run_in_executor(pool, run_query, searcher, query, k)
             return await asyncio.wait_for(work, cfg.request_timeout_s)
         except TimeoutError as exc:
             raise HTTPException(504, f"search took longer than {cfg.request_timeout_s:g} s") from exc
