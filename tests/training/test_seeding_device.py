@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from uniret.training import device as device_module
-from uniret.training.device import cpu_flags, flags_have_native_bf16, plan_device, to_device
+from uniret.training.device import cpu_flags, cpu_vendor, flags_have_native_bf16, plan_device, to_device
 from uniret.training.seeding import capture_rng_state, restore_rng_state, seed_everything
 
 
@@ -51,29 +51,35 @@ def test_bf16_autocast_when_configured_on_cpu():
     assert "bfloat16" in plan.describe()
 
 
-def _cpuinfo(tmp_path, flags: str):
+def _cpuinfo(tmp_path, flags: str, vendor: str = "GenuineIntel"):
     path = tmp_path / "cpuinfo"
-    path.write_text(f"processor\t: 0\nmodel name\t: test\nflags\t\t: {flags}\n\nprocessor\t: 1\n")
+    path.write_text(f"processor\t: 0\nvendor_id\t: {vendor}\nmodel name\t: test\nflags\t\t: {flags}\n\n"
+                    "processor\t: 1\n")
     return str(path)
 
 
-def test_native_bf16_is_read_from_the_cpu_flags(tmp_path):
-    def native(flags: str) -> bool:
-        return flags_have_native_bf16(cpu_flags(_cpuinfo(tmp_path, flags)))
+def test_native_bf16_is_read_from_the_cpu_flags_and_vendor(tmp_path):
+    def native(flags: str, vendor: str) -> bool:
+        cpuinfo = _cpuinfo(tmp_path, flags, vendor)
+        return flags_have_native_bf16(cpu_flags(cpuinfo), cpu_vendor(cpuinfo))
 
     assert cpu_flags(_cpuinfo(tmp_path, "fpu sse avx2")) == {"fpu", "sse", "avx2"}
-    assert native("fpu sse avx2 avx512f avx512_bf16 avx512_vnni")
-    assert native("fpu avx512f amx_bf16 amx_tile")
+    assert cpu_vendor(_cpuinfo(tmp_path, "fpu", "AuthenticAMD")) == "AuthenticAMD"
+    assert native("fpu sse avx2 avx512f avx512_bf16 avx512_vnni", "AuthenticAMD")  # Zen 4 (E18)
+    assert native("fpu avx512f avx512_bf16 amx_bf16 amx_tile", "GenuineIntel")  # AMX
+    # an Intel Xeon listing avx512_bf16 without AMX trained slower in bf16 (E87)
+    assert not native("fpu sse avx2 avx512f avx512_bf16 avx512_vnni", "GenuineIntel")
     # AVX-512 alone (Skylake/Ice Lake) only converts bf16: no native arithmetic
-    assert not native("fpu sse avx2 avx512f avx512bw avx512_vnni")
+    assert not native("fpu sse avx2 avx512f avx512bw avx512_vnni", "AuthenticAMD")
     assert cpu_flags(str(tmp_path / "missing")) == frozenset()  # not Linux, or unreadable: fp32
+    assert cpu_vendor(str(tmp_path / "missing")) == ""
 
 
 def test_flags_named_in_the_drop_variable_count_as_absent(tmp_path, monkeypatch):
     """scripts/avx2_emulation.sh: the code's own bf16 test answers as on a CPU without them."""
     monkeypatch.setenv("UNIRET_CPU_FLAGS_DROP", "avx512_bf16 amx_bf16")
     flags = cpu_flags(_cpuinfo(tmp_path, "fpu avx2 avx512f avx512_bf16 amx_bf16"))
-    assert flags == {"fpu", "avx2", "avx512f"} and not flags_have_native_bf16(flags)
+    assert flags == {"fpu", "avx2", "avx512f"} and not flags_have_native_bf16(flags, "AuthenticAMD")
 
 
 def test_native_amp_autocasts_only_on_a_native_bf16_cpu(monkeypatch):
