@@ -48,6 +48,7 @@ def summarize(raw: Path, top: int) -> dict:
         for frame in set(frames[1:]):  # frames[0] names the process
             inclusive[frame] += n
         own[frames[-1]] += n
+
     def shares(counts: collections.Counter) -> list[dict]:
         return [{"frame": f, "share": round(n / total, 4)} for f, n in counts.most_common(top)] if total else []
 
