@@ -28,6 +28,7 @@ import psutil
 import yaml
 
 from uniret.bench.http_client import run_load
+from uniret.bench.machine import machine_info
 from uniret.bench.server import LOOPBACK, LocalServer
 from uniret.data.beir import iter_queries
 
@@ -110,8 +111,7 @@ def main() -> int:
         params = Path(tmp) / "params.yaml"
         params.write_text(yaml.safe_dump(raw, sort_keys=False))
         result = {"bundle": str(args.bundle), "clients": args.clients, "workers": args.workers, "serve_set": args.set,
-                  "machine": next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text()
-                                   .splitlines() if line.startswith("model name")), "unknown"),
+                  "machine": machine_info(),
                   "modes": {m: profile_mode(args, params, queries, m, args.out) for m in args.modes}}
     (args.out / "profile.json").write_text(json.dumps(result, indent=2))
     for mode, figures in result["modes"].items():

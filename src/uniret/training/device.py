@@ -42,30 +42,28 @@ CPUINFO = "/proc/cpuinfo"
 FLAGS_DROP_ENV = "UNIRET_CPU_FLAGS_DROP"
 
 
+def _cpuinfo_field(name: str, cpuinfo: str) -> str | None:
+    """The value of the first `name` line of /proc/cpuinfo; None where there is none or it cannot be read."""
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if line.startswith(name):
+                    return line.partition(":")[2]
+    except OSError:
+        pass
+    return None
+
+
 def cpu_flags(cpuinfo: str = CPUINFO) -> frozenset[str]:
     """The CPU feature flags /proc/cpuinfo lists, less those named in $UNIRET_CPU_FLAGS_DROP (empty
     where it cannot be read: not Linux)."""
     dropped = frozenset(os.environ.get(FLAGS_DROP_ENV, "").split())
-    try:
-        with open(cpuinfo, encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                if line.startswith("flags"):
-                    return frozenset(line.partition(":")[2].split()) - dropped
-    except OSError:
-        pass
-    return frozenset()
+    return frozenset((_cpuinfo_field("flags", cpuinfo) or "").split()) - dropped
 
 
 def cpu_vendor(cpuinfo: str = CPUINFO) -> str:
     """The vendor_id /proc/cpuinfo names (GenuineIntel, AuthenticAMD); empty where it cannot be read."""
-    try:
-        with open(cpuinfo, encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                if line.startswith("vendor_id"):
-                    return line.partition(":")[2].strip()
-    except OSError:
-        pass
-    return ""
+    return (_cpuinfo_field("vendor_id", cpuinfo) or "").strip()
 
 
 def flags_have_native_bf16(flags: frozenset[str], vendor: str) -> bool:
