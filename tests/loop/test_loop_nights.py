@@ -56,10 +56,15 @@ def test_two_nights_learn_from_clicks_and_promote_each_night(tmp_path, repo_root
     assert "continual" not in nights[1]["stage_seconds"] and "retrained" not in nights[1]
     assert nights[2]["retrained"]["source"] == "ips" and nights[2]["retrained"]["labels"] is False
     assert nights[2]["retrained"]["examples"] > 0 and doc["retrain_steps"] == 2
-    assert (work / "production_model" / "uniret_model.json").is_file()
-    assert read_manifest(work / "artifacts" / "continual")["metrics"]["steps"] == 2
+    continual = read_manifest(work / "artifacts" / "continual")["metrics"]
+    assert continual["steps"] == 2
+    # warm-started as a nightly would (start_model: production): from the checkpoint published with night 1's bundle
+    published = [work / "registry" / "bundles" / nights[n]["version"] / "checkpoint" for n in (0, 1, 2)]
+    assert continual["warm_start"] == {"asked": "production", "from": str(published[1]), "version": nights[1]["version"]}
+    assert hash_path(published[0]) == hash_path(published[1])  # night 1 trained nothing: night 0's model
     indexed = read_manifest(work / "artifacts" / "index")["inputs"]["model"]  # the retrained model, not the start
-    assert indexed == hash_path(work / "artifacts" / "continual" / "model") != hash_path(work / "production_model")
+    assert indexed == hash_path(work / "artifacts" / "continual" / "model") != hash_path(published[1])
+    assert hash_path(published[2]) == indexed  # and night 2's bundle carries it for the next night
     # the traffic domain's dev split is the loop's only dev set: the other corpora keep production's weights (E77)
     for night in (1, 2):
         served, carried = (read_bundle_manifest(work / "registry" / "bundles" / nights[n]["version"])

@@ -17,6 +17,7 @@ from uniret.registry.pointer import read_pointer
 from uniret.runtime import MANIFEST, VALIDATED_DATA, make_context
 from uniret.stages import run_stage
 from uniret.stages.corpus_refresh import refresh_corpus
+from uniret.utils.files import hash_path
 
 ADDED, REMOVED = 50, 20
 STARTUP_TIMEOUT_S = 300.0
@@ -33,6 +34,7 @@ def project(tmp_path, repo_root, shared_data, tiny_bundle):
     from uniret.config import load_params
     from uniret.registry.gate import resolve_gate_config
     from uniret.registry.promotion import promote
+    from uniret.stages.promote import candidate_checkpoint
 
     raw = yaml.safe_load((repo_root / "params.yaml").read_text())
     raw["registry"] = {"root": "registry", "dvc_push": False}
@@ -43,8 +45,10 @@ def project(tmp_path, repo_root, shared_data, tiny_bundle):
     ctx = make_context(params, "tiny", str(shared_data), tmp_path / "artifacts")
     system = resolve_gate_config(load_params(params, "tiny")).candidate_system
     root = tmp_path / "registry"
+    checkpoint = candidate_checkpoint(lambda stage: tiny_bundle.parents[1] / stage, tiny_bundle)
+    assert checkpoint  # published with its checkpoint, as the promote stage publishes a candidate
     first = promote(root, tiny_bundle, evaluation=None, decision={"passed": True, "candidate": system},
-                    lineage={"profile": "tiny"}, dvc_push=False)
+                    lineage={"profile": "tiny"}, dvc_push=False, attachments=checkpoint)
     return ctx, root, first.version
 
 
@@ -117,6 +121,8 @@ def test_blocked_night_serves_added_documents_and_drops_removed_ones_but_never_a
     manifest = read_manifest(bundle)
     assert manifest["lineage"]["refresh_of"] == first and manifest["refresh"]["added"] == ADDED
     assert manifest["model"]["checkpoint_sha256"] == read_manifest(root / "bundles" / first)["model"]["checkpoint_sha256"]
+    # production's checkpoint goes with its model: the next nightly's warm start continues it
+    assert hash_path(bundle / "checkpoint") == hash_path(root / "bundles" / first / "checkpoint")
     assert {c["name"] for c in manifest["gate"]["checks"]} >= {"integrity", "min_score", "sparsity_min"}
     assert (bundle / "onnx" / "query.onnx").read_bytes() == (root / "bundles" / first / "onnx" / "query.onnx").read_bytes()
 

@@ -111,8 +111,8 @@ class StageTrainingConfig:
     # reranker stage's final top-1 accuracy on its training groups is below this: distilling from a
     # teacher that ranks no better than chance only pulls the heads toward noise. None: always keep
     min_teacher_top1: float | None  # per stage in params.yaml (distill: 0.5, the others null)
-    # a checkpoint folder to start from instead of the earlier stage's model: production's checkpoint,
-    # for a nightly that warm-starts from what it serves (the loop's retraining nights); null: the earlier stage's
+    # where to start instead of the earlier stage's model: "production" (the checkpoint published with the
+    # registry's production bundle: a nightly that continues what it serves) or a checkpoint folder; null: the earlier stage's
     start_model: str | None = None
     clicks: ClickMixConfig = field(default_factory=ClickMixConfig)
 

@@ -39,6 +39,7 @@ import yaml
 
 from uniret.config.loader import merge_overrides
 from uniret.core.errors import ConfigError
+from uniret.registry.checkpoints import PRODUCTION
 from uniret.ubi import EVENTS, QUERIES
 
 log = logging.getLogger("uniret.loop")
@@ -51,7 +52,6 @@ ARMS: dict[str, dict[str, Any]] = {
     "skyline": {"train_labels": True, "train_queries": True, "clicks": "none"},
 }
 NIGHT_STAGES = ("feedback", "index", "evaluate")
-PRODUCTION_MODEL = "production_model"  # <work>/production_model: the checkpoint production's bundle was built from
 FIRST_STAGES = ("validate", "bm25")
 
 
@@ -103,7 +103,7 @@ def write_params(cfg: LoopConfig) -> Path:
         "evaluate": {"expected_scores": []},
     }
     if cfg.retrain_steps:
-        overrides["training"] = {"continual": {"start_model": str(cfg.work / PRODUCTION_MODEL),
+        overrides["training"] = {"continual": {"start_model": PRODUCTION,  # the registry's, as a nightly's
                                                "clicks": {"source": static["clicks"], "labels": False}}}
         _write_recipes(cfg, raw)
     merged = merge_overrides(merge_overrides(raw, overrides), cfg.extra)
@@ -227,11 +227,15 @@ def date_spans(log_dir: Path, day: str, started: datetime) -> int:
 
 
 def _promote(cfg: LoopConfig, night: int, metrics: dict[str, Any]) -> str:
+    """Publish the night's bundle with its checkpoint (the next retraining night starts from it) and
+    make it production; its version."""
     from uniret.registry.promotion import promote
+    from uniret.stages.promote import candidate_checkpoint
 
     bundle = cfg.work / "artifacts" / "index" / "bundle"
+    checkpoint = candidate_checkpoint(lambda stage: cfg.work / "artifacts" / stage, bundle)
     result = promote(cfg.work / "registry", bundle, evaluation=metrics, decision=None,
-                     lineage={"loop": {"arm": cfg.arm, "night": night}}, dvc_push=False)
+                     lineage={"loop": {"arm": cfg.arm, "night": night}}, dvc_push=False, attachments=checkpoint)
     return result.version
 
 
@@ -380,14 +384,10 @@ def _training_sessions(cfg: LoopConfig) -> int:
 
 
 def retrain(cfg: LoopConfig, ctx) -> None:
-    """The continual stage on the night's clicks, warm-started from production's checkpoint (the one the
-    last promoted bundle indexed, copied to <work>/production_model first)."""
+    """The continual stage on the night's clicks, warm-started from production's checkpoint (`start_model:
+    production`: the one published with the loop registry's production bundle)."""
     from uniret.stages import run_stage
 
-    current = cfg.work / "artifacts" / "continual" / "model"
-    start = cfg.work / PRODUCTION_MODEL
-    shutil.rmtree(start, ignore_errors=True)
-    shutil.copytree(current, start)
     run_stage("continual", ctx)
 
 

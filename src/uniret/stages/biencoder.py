@@ -14,6 +14,8 @@ from typing import Any
 
 from uniret.core.errors import ConfigError
 from uniret.core.runs import read_run
+from uniret.registry.checkpoints import PRODUCTION, production_checkpoint
+from uniret.registry.configured import registry_root
 from uniret.runtime import StageContext
 from uniret.stages.recipe_stage import (
     active_recipe,
@@ -61,13 +63,10 @@ def run_biencoder_stage(
                                                cfg.min_teacher_top1)
     torch.manual_seed(cfg.train.seed)
     inputs = {}
-    if cfg.start_model:
-        path = Path(cfg.start_model)
-        if not path.is_dir():
-            raise FileNotFoundError(f"training.{stage}.start_model: {path} is not a checkpoint folder")
-        model, _ = load_model(path)
-        inputs["start_model"] = path
-        log.info("%s: warm start from %s (training.%s.start_model)", stage, path, stage)
+    start, warm_start = start_model(ctx, stage, cfg.start_model)
+    if start is not None:
+        model, _ = load_model(start)
+        inputs["start_model"] = start
     elif start_from:
         source, path = latest_model_dir(ctx, start_from)
         model, _ = load_model(path)
@@ -118,8 +117,33 @@ def run_biencoder_stage(
     data = batches_for(examples, collate, cfg.train)
     compute_loss = make_compute_loss(build_composite(terms), teachers, idf)
     extra = {"examples": len(examples), "negatives_from": negatives_from, "terms": sorted(terms)}
+    if warm_start:
+        extra["warm_start"] = warm_start
     if clicks_summary:
         extra["clicks"] = clicks_summary
     if teacher_note:
         extra["teacher_check"] = teacher_note
     return train_and_save(ctx, stage, model, data, compute_loss, cfg, recipe.name, inputs, extra)
+
+
+def start_model(ctx: StageContext, stage: str, setting: str | None) -> tuple[Path | None, dict[str, Any] | None]:
+    """(the checkpoint `training.<stage>.start_model` names, what the manifest records of it), or (None,
+    ...) to start as the stage would without it. `production`: the checkpoint published with the
+    registry's production bundle (uniret.registry.checkpoints); with none there yet (a cold start, or a
+    bundle published before checkpoints were), the stage starts as without the setting and says why."""
+    if not setting:
+        return None, None
+    if setting == PRODUCTION:
+        path, version = production_checkpoint(registry_root(ctx.params))
+        if path is None:
+            log.warning("%s: no warm start from production (training.%s.start_model): %s; starting as without it",
+                        stage, stage, version)
+            return None, {"asked": PRODUCTION, "from": None, "why_not": version}
+        log.info("%s: warm start from production %s (%s)", stage, version, path)
+        return path, {"asked": PRODUCTION, "from": str(path), "version": version}
+    path = Path(setting)
+    if not path.is_dir():
+        raise FileNotFoundError(f"training.{stage}.start_model: {path} is not a checkpoint folder "
+                                f"(or '{PRODUCTION}': production's, from the registry)")
+    log.info("%s: warm start from %s (training.%s.start_model)", stage, path, stage)
+    return path, {"asked": setting, "from": str(path)}

@@ -46,6 +46,7 @@ from uniret.data.beir import BeirDataset
 from uniret.evaluation.outputs import PER_QUERY_DIR
 from uniret.registry.basis import evaluation_basis
 from uniret.registry.bundles import EVALUATION_DIR, read_manifest
+from uniret.registry.checkpoints import CHECKPOINT_DIR
 from uniret.registry.checks import Check
 from uniret.registry.configured import registry_config, registry_root, serving_from
 from uniret.registry.control import PromotionHeld, Rejection, read_control
@@ -84,7 +85,8 @@ RESULT_JSON = "refresh.json"
 # files the refresh rebuilds from today's corpus; every other file of production's bundle is its model
 REBUILT = frozenset({DENSE_FILE, IMPACT_DIR, IMPACTS_FILE, BM25_DIR, BM25_WEIGHTS_FILE, BM25_TERMS_FILE, DOCIDS_FILE})
 # what publishing added to production's bundle (manifest fields, checksums, attachments): not the model
-PUBLISHED = frozenset({MANIFEST, SUMS, EVALUATION_DIR})
+# files (the checkpoint is attached again when the refresh is published, beside the bundle's content)
+PUBLISHED = frozenset({MANIFEST, SUMS, EVALUATION_DIR, CHECKPOINT_DIR})
 REGISTRY_FIELDS = ("version", "published_at", "bundle_hash", "evaluation", "gate", "lineage")
 
 
@@ -327,7 +329,10 @@ def _promote(ctx: StageContext, root: Path, bundle: Path, version: str, system: 
     decision = {"passed": True, "candidate": system, "production": version, "kind": "corpus_refresh",
                 "checks": [c.to_dict() for c in checks]}
     served = evaluation / PER_QUERY_DIR / system
-    attachments = {f"{EVALUATION_DIR}/{PER_QUERY_DIR}/{system}": served} if served.is_dir() else None
+    attachments = {f"{EVALUATION_DIR}/{PER_QUERY_DIR}/{system}": served} if served.is_dir() else {}
+    checkpoint = root / BUNDLES / version / CHECKPOINT_DIR  # the model is production's: so is its checkpoint
+    if checkpoint.is_dir():
+        attachments[CHECKPOINT_DIR] = checkpoint
     registry = registry_config(ctx.params)
     milvus = ctx.params.section("milvus") if "milvus" in ctx.params.raw else None
     engine, on_change = engine_hook(milvus) if milvus is not None else (None, None)
@@ -336,7 +341,7 @@ def _promote(ctx: StageContext, root: Path, bundle: Path, version: str, system: 
     try:
         result = promote(root, bundle, evaluation=scores.doc, decision=decision, lineage=lineage,
                          serving=serving_from(ctx.params), dvc_push=registry.dvc_push,
-                         keep_history=registry.keep_history, attachments=attachments, on_change=on_change,
+                         keep_history=registry.keep_history, attachments=attachments or None, on_change=on_change,
                          while_paused=paused, reason=reason_text(version))
     finally:
         if engine is not None:

@@ -18,6 +18,8 @@ shows it only for that decision, never a stale one.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from uniret.config.paths import params_dir
@@ -25,7 +27,8 @@ from uniret.core.jsonio import read_json
 from uniret.core.stage_files import PROMOTION_JSON
 from uniret.evaluation.outputs import PER_QUERY_DIR
 from uniret.milvus.promotion import engine_hook, export_before_flip
-from uniret.registry.bundles import EVALUATION_DIR
+from uniret.registry.bundles import EVALUATION_DIR, read_manifest
+from uniret.registry.checkpoints import CHECKPOINT_DIR, checkpoint_attachment
 from uniret.registry.configured import registry_config, registry_root, serving_from
 from uniret.registry.control import read_control
 from uniret.registry.lineage import build_lineage
@@ -33,6 +36,7 @@ from uniret.registry.pointer import read_pointer
 from uniret.registry.promotion import promote
 from uniret.runtime import StageContext, stage_output
 from uniret.stages.gate import DECISION_JSON, INDEX_BUNDLE, METRICS_JSON
+from uniret.stages.recipe_stage import MODEL_DIR
 from uniret.utils.files import atomic_write_json, hash_path
 
 log = logging.getLogger("uniret.registry")
@@ -144,18 +148,35 @@ def _promote(ctx: StageContext, decision: dict[str, Any]) -> dict[str, Any]:
             "summary": "promoted" if result.changed else status, "version": result.version,
             "previous": result.previous, "notify": result.notify.status, "dvc": result.dvc,
             "retention": result.retention, "pruned": result.pruned, "engine": result.engine,
+            "checkpoint": CHECKPOINT_DIR in (attachments or {}),
             "record": {**result.to_dict(), "outcome": "promoted" if result.changed else "unchanged"}}
 
 
 def _lineage(ctx: StageContext, decision: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The candidate's lineage and its attachments: the served system's per-query scores go with the
-    bundle (the report bootstraps candidates against them)."""
+    bundle (the report bootstraps candidates against them), and so does the checkpoint it was built
+    from (what `start_model: production` warm-starts from)."""
     validate = ctx.stage_dir("validate")
     system = str(decision.get("candidate"))
     served = ctx.require("evaluate") / PER_QUERY_DIR / system
-    attachments = {f"{EVALUATION_DIR}/{PER_QUERY_DIR}/{system}": served} if served.is_dir() else None
+    attachments = {f"{EVALUATION_DIR}/{PER_QUERY_DIR}/{system}": served} if served.is_dir() else {}
+    attachments.update(candidate_checkpoint(ctx.stage_dir, ctx.require("index") / INDEX_BUNDLE))
     lineage = build_lineage(ctx.params, validate if validate.is_dir() else None, None, params_dir(ctx.params))
-    return lineage, attachments
+    return lineage, attachments or None
+
+
+def candidate_checkpoint(stage_dir: Callable[[str], Path], bundle: Path) -> dict[str, Path]:
+    """{CHECKPOINT_DIR: the checkpoint `bundle` was built from} (artifacts/<its source stage>/model,
+    uniret.registry.checkpoints), or {} with a warning when that folder is gone or holds another model:
+    the bundle is still published, and `start_model: production` will say it cannot warm-start from it."""
+    stage = (read_manifest(bundle).get("model") or {}).get("source_stage")
+    if not stage:
+        attached, why = {}, "its manifest names no source stage"
+    else:
+        attached, why = checkpoint_attachment(bundle, stage_dir(stage) / MODEL_DIR)
+    if why:
+        log.warning("promote: %s is published without its checkpoint: %s", bundle, why)
+    return attached
 
 
 def _canary(ctx: StageContext, out, bundle, decision) -> dict[str, Any]:
