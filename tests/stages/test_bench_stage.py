@@ -19,6 +19,10 @@ def _ctx(base: StageContext, gate: dict) -> StageContext:
     never the checkout's registry/ that a `make demo` may have filled."""
     raw = copy.deepcopy(base.params.raw)
     raw["gate"] = {**raw["gate"], **gate}
+    # over the active profile's gate entries too: the tiny profile's latency ratio (100) would else win
+    profiles = raw["gate"].get("profiles") or {}
+    if base.params.profile in profiles:
+        raw["gate"]["profiles"] = {**profiles, base.params.profile: {**profiles[base.params.profile], **gate}}
     raw["registry"] = {**raw["registry"], "root": str(base.artifacts.parent / "registry")}
     return StageContext(Params(raw=raw, profile=base.params.profile, path=base.params.path), base.data_root,
                         base.artifacts)
