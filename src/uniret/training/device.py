@@ -12,6 +12,8 @@ from typing import Any
 
 import torch
 
+from uniret.utils.cpuinfo import CPUINFO, cpuinfo_field
+
 
 @dataclass(frozen=True)
 class DevicePlan:
@@ -37,33 +39,20 @@ class DevicePlan:
 AMX_BF16 = "amx_bf16"
 AVX512_BF16 = "avx512_bf16"
 AMD_VENDOR = "AuthenticAMD"
-CPUINFO = "/proc/cpuinfo"
 # flags to treat as absent: scripts/avx2_emulation.sh runs the code as on a CPU without them
 FLAGS_DROP_ENV = "UNIRET_CPU_FLAGS_DROP"
-
-
-def _cpuinfo_field(name: str, cpuinfo: str) -> str | None:
-    """The value of the first `name` line of /proc/cpuinfo; None where there is none or it cannot be read."""
-    try:
-        with open(cpuinfo, encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                if line.startswith(name):
-                    return line.partition(":")[2]
-    except OSError:
-        pass
-    return None
 
 
 def cpu_flags(cpuinfo: str = CPUINFO) -> frozenset[str]:
     """The CPU feature flags /proc/cpuinfo lists, less those named in $UNIRET_CPU_FLAGS_DROP (empty
     where it cannot be read: not Linux)."""
     dropped = frozenset(os.environ.get(FLAGS_DROP_ENV, "").split())
-    return frozenset((_cpuinfo_field("flags", cpuinfo) or "").split()) - dropped
+    return frozenset((cpuinfo_field("flags", cpuinfo) or "").split()) - dropped
 
 
 def cpu_vendor(cpuinfo: str = CPUINFO) -> str:
     """The vendor_id /proc/cpuinfo names (GenuineIntel, AuthenticAMD); empty where it cannot be read."""
-    return (_cpuinfo_field("vendor_id", cpuinfo) or "").strip()
+    return cpuinfo_field("vendor_id", cpuinfo) or ""
 
 
 def flags_have_native_bf16(flags: frozenset[str], vendor: str) -> bool:
