@@ -90,7 +90,8 @@ def test_promotion_publishes_the_checkpoint_and_the_warm_start_follows_the_point
 
 def test_a_model_trained_after_the_index_stage_is_not_published_as_the_bundle_s(ctx, tmp_path, caplog):
     model = night(ctx, "retrained", indexed="indexed")
-    assert checkpoint_attachment(ctx.artifacts / "index" / "bundle", model)[1] == (
+    built = json.loads((ctx.artifacts / "index" / "bundle" / "manifest.json").read_text())["model"]
+    assert checkpoint_attachment(built, model)[1] == (
         f"{model} is not the checkpoint the bundle was built from (its sha256 differs)")
     result = promote(ctx)
     assert result["promoted"] and result["checkpoint"] is False  # the bundle is still published

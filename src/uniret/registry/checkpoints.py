@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from uniret.registry.bundles import read_manifest
 from uniret.registry.integrity import verified_bundle
 from uniret.registry.pointer import read_pointer
 from uniret.utils.files import hash_path
@@ -23,12 +22,12 @@ CHECKPOINT_DIR = "checkpoint"  # <bundle>/checkpoint/: a models.factory checkpoi
 PRODUCTION = "production"  # training.<stage>.start_model: production's checkpoint, from the registry
 
 
-def checkpoint_attachment(bundle: str | Path, model_dir: str | Path) -> tuple[dict[str, Path], str | None]:
-    """({CHECKPOINT_DIR: model_dir}, None) when `model_dir` is the checkpoint `bundle`'s manifest says it
-    was built from (its sha256, `model.checkpoint_sha256`, which the index stage records); else ({}, why
-    not). A training stage that ran again after the index stage left another model there."""
+def checkpoint_attachment(model_info: dict, model_dir: str | Path) -> tuple[dict[str, Path], str | None]:
+    """({CHECKPOINT_DIR: model_dir}, None) when `model_dir` is the checkpoint a bundle was built from
+    (`model_info`: its manifest's `model`, whose `checkpoint_sha256` the index stage records); else
+    ({}, why not). A training stage that ran again after the index stage left another model there."""
     model_dir = Path(model_dir)
-    expected = (read_manifest(bundle).get("model") or {}).get("checkpoint_sha256")
+    expected = model_info.get("checkpoint_sha256")
     if not expected:
         return {}, "the bundle's manifest records no checkpoint sha256"
     if not model_dir.is_dir():

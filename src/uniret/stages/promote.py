@@ -169,11 +169,11 @@ def candidate_checkpoint(stage_dir: Callable[[str], Path], bundle: Path) -> dict
     """{CHECKPOINT_DIR: the checkpoint `bundle` was built from} (artifacts/<its source stage>/model,
     uniret.registry.checkpoints), or {} with a warning when that folder is gone or holds another model:
     the bundle is still published, and `start_model: production` will say it cannot warm-start from it."""
-    stage = (read_manifest(bundle).get("model") or {}).get("source_stage")
-    if not stage:
+    model = read_manifest(bundle).get("model") or {}
+    if not model.get("source_stage"):
         attached, why = {}, "its manifest names no source stage"
     else:
-        attached, why = checkpoint_attachment(bundle, stage_dir(stage) / MODEL_DIR)
+        attached, why = checkpoint_attachment(model, stage_dir(model["source_stage"]) / MODEL_DIR)
     if why:
         log.warning("promote: %s is published without its checkpoint: %s", bundle, why)
     return attached
