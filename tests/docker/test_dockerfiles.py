@@ -51,7 +51,12 @@ def _pins(requirements: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def makefile(repo_root):
-    return _pip_installs(_logical_lines((repo_root / "Makefile").read_text()), {})
+    """The install steps of `make install` (scripts/install.sh's, run with uv or pip alike)."""
+    assert "scripts/install.sh $(VENV)" in (repo_root / "Makefile").read_text()
+    text = (repo_root / "scripts" / "install.sh").read_text()
+    variables = dict(re.findall(r"^([A-Z_]+)=(\S+)$", text, flags=re.M))
+    steps = [ln.split('"${run[@]}"', 1)[1].removesuffix("&&") for ln in _logical_lines(text) if ln.startswith('"${run[@]}"')]
+    return _pip_installs([f"pip install {step}" for step in steps], variables)
 
 
 def _dockerfile(repo_root, name):
