@@ -47,7 +47,7 @@ fi
 
 # the label names the source the image holds; the container tests skip an image built from other
 # source (keep this command equal to uniret.kubeflow.images.SOURCE_ID_CMD: a test checks it)
-source_id=$(cd "$root" && find src -name '*.py' | LC_ALL=C sort | xargs cat requirements.txt requirements-dev.txt pyproject.toml | sha256sum | cut -c1-16)
+source_id=$(cd "$root" && find src -name '*.py' | LC_ALL=C sort | xargs cat requirements.txt requirements-dev.txt requirements.lock pyproject.toml | sha256sum | cut -c1-16)
 args=(build --network host -f "$file" -t "$tag" --build-arg "BASE_IMAGE=$BASE_IMAGE"
       --secret "id=ca,src=$ca" --label "uniret.source=$source_id")
 work=$(mktemp -d "${TMPDIR:-/tmp}/uniret-build.XXXXXX")

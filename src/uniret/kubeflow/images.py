@@ -25,7 +25,7 @@ HEADER = "# generated from params.yaml `pipeline:` by `uniret pipeline image --k
 # A short hash of the code and pins an image holds (docker/build.sh labels the image with it): the
 # container tests run only against an image built from the tree under test
 SOURCE_LABEL = "uniret.source"
-SOURCE_ID_CMD = ("find src -name '*.py' | LC_ALL=C sort | xargs cat requirements.txt requirements-dev.txt "
+SOURCE_ID_CMD = ("find src -name '*.py' | LC_ALL=C sort | xargs cat requirements.txt requirements-dev.txt requirements.lock "
                  "pyproject.toml | sha256sum | cut -c1-16")
 
 

