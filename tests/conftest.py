@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -41,6 +42,22 @@ for key, value in {
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO
+
+
+@pytest.fixture(scope="session")
+def requirement_pins():
+    """pins(path) -> {package: version} of a requirements or constraints file's `name==version` lines,
+    names normalised as pip compares them (lower case, runs of -_. as one -)."""
+    def pins(path: Path) -> dict[str, str]:
+        out = {}
+        for line in path.read_text().splitlines():
+            line = line.split("#")[0].strip()
+            if "==" in line:
+                name, version = line.split("==")
+                out[re.sub(r"[-_.]+", "-", name.strip().lower())] = version.strip()
+        return out
+
+    return pins
 
 
 @pytest.fixture(scope="session")

@@ -39,22 +39,17 @@ def _pip_installs(lines: list[str], variables: dict[str, str]) -> list[list[str]
     return out
 
 
-def _pins(requirements: Path) -> dict[str, str]:
-    pins = {}
-    for line in requirements.read_text().splitlines():
-        line = line.split("#")[0].strip()
-        if "==" in line:
-            name, version = line.split("==")
-            pins[name.strip().lower()] = version.strip()
-    return pins
-
-
 @pytest.fixture(scope="module")
 def makefile(repo_root):
     """The install steps of `make install` (scripts/install.sh's, run with uv or pip alike)."""
     assert "scripts/install.sh $(VENV)" in (repo_root / "Makefile").read_text()
     text = (repo_root / "scripts" / "install.sh").read_text()
-    variables = dict(re.findall(r"^([A-Z_]+)=(\S+)$", text, flags=re.M))
+    # the script's version variables as bash sets them (TORCH_VERSION: requirements.txt's pin)
+    names = re.findall(r"^([A-Z_]+_VERSION)=", text, flags=re.M)
+    assignments = "\n".join(ln for ln in text.splitlines() if ln.split("=")[0] in names)
+    shown = subprocess.run(["bash", "-c", assignments + "\n" + "".join(f'echo "{n}=${n}"\n' for n in names)],
+                           cwd=repo_root, capture_output=True, text=True, check=True).stdout
+    variables = dict(line.split("=", 1) for line in shown.splitlines())
     steps = [ln.split('"${run[@]}"', 1)[1].removesuffix("&&") for ln in _logical_lines(text) if ln.startswith('"${run[@]}"')]
     return _pip_installs([f"pip install {step}" for step in steps], variables)
 
@@ -74,9 +69,9 @@ def _no_deps(installs: list[list[str]]) -> set[str]:
 
 
 @pytest.mark.parametrize("name", ["Dockerfile", "Dockerfile.gpu"])
-def test_same_pins_as_the_makefile(repo_root, makefile, name):
+def test_same_pins_as_the_makefile(repo_root, makefile, name, requirement_pins):
     lines, args, installs = _dockerfile(repo_root, name)
-    pins = _pins(repo_root / "requirements.txt")
+    pins = requirement_pins(repo_root / "requirements.txt")
     assert _torch(installs) == _torch(makefile) == pins["torch"]
     # torch is installed before the requirements, so nothing can pull another torch build
     first_torch = next(i for i, cmd in enumerate(installs) if any(w.startswith("torch==") for w in cmd))
@@ -98,14 +93,14 @@ def test_cpu_image_installs_requirements_as_is(repo_root):
     assert not any("faiss-gpu" in w for cmd in installs for w in cmd)
 
 
-def test_gpu_image_swaps_faiss_cpu_for_faiss_gpu_cu12_only(repo_root):
+def test_gpu_image_swaps_faiss_cpu_for_faiss_gpu_cu12_only(repo_root, requirement_pins):
     lines, args, installs = _dockerfile(repo_root, "Dockerfile.gpu")
     (reqs,) = [cmd for cmd in installs if "-r" in cmd]
     assert reqs[reqs.index("-r") + 1] == "/tmp/requirements-gpu.txt"
     assert [w for w in reqs if w.startswith("faiss")] == [f"faiss-gpu-cu12=={args['FAISS_GPU_VERSION']}"]
     (derive,) = [ln for ln in lines if "requirements-gpu.txt" in ln and "grep" in ln]
     assert "grep -v '^faiss-cpu==' /tmp/requirements.txt > /tmp/requirements-gpu.txt" in derive
-    assert "faiss-cpu" in _pins(repo_root / "requirements.txt")
+    assert "faiss-cpu" in requirement_pins(repo_root / "requirements.txt")
     assert "/whl/cu" in args["TORCH_INDEX"]
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import re
 import subprocess
 import sys
 
@@ -49,21 +48,11 @@ def test_the_script_reads_real_pip_config(repo_root, tmp_path):
     assert "UV_FIND_LINKS=/from/env" in out and not any("/from/file" in line for line in out)
 
 
-def _pins(text: str) -> dict[str, str]:
-    pins = {}
-    for line in text.splitlines():
-        line = line.split("#")[0].strip()
-        if "==" in line:
-            name, version = line.split("==")
-            pins[re.sub(r"[-_.]+", "-", name.strip().lower())] = version.strip()
-    return pins
-
-
-def test_the_lock_holds_every_pin_of_the_requirements(repo_root):
+def test_the_lock_holds_every_pin_of_the_requirements(repo_root, requirement_pins):
     """A pin changed in requirements*.txt without `make lock` would make the lock contradict it."""
-    lock = _pins((repo_root / "requirements.lock").read_text())
+    lock = requirement_pins(repo_root / "requirements.lock")
     for name in ("requirements.txt", "requirements-dev.txt"):
-        for package, version in _pins((repo_root / name).read_text()).items():
+        for package, version in requirement_pins(repo_root / name).items():
             if package == "torch":  # installed first, by itself, from the CPU wheel
                 continue
             assert lock.get(package) == version, f"{name}: {package}=={version}, requirements.lock: {lock.get(package)}; run make lock"
