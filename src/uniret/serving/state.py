@@ -202,6 +202,7 @@ class ServingState:
     def reload(self, path: Path, version: str) -> tuple[LiveBundle, LiveBundle | None]:
         """Load `path` aside, probe it, swap it in; returns (new, previous). Raises BundleLoadError."""
         with self._reload_lock:
+            started = time.perf_counter()
             try:
                 searchers = self._loader(Path(path))
             except Exception as exc:  # noqa: BLE001 - whatever broke, the old bundle stays live
@@ -226,7 +227,8 @@ class ServingState:
                     old.closed = close_old
             if close_old:
                 retire(old)
-            log.info("bundle %s live (%s), modes %s", version, path, ", ".join(new.modes))
+            log.info("bundle %s live (%s) after a %.0f ms load, modes %s", version, path,
+                     (time.perf_counter() - started) * 1000.0, ", ".join(new.modes))
             return new, old
 
     def close(self) -> None:
