@@ -122,9 +122,13 @@ def nfcorpus_ctx(tmp_path_factory, repo_root, shared_data):
                 base.artifacts / "validate" / VALIDATED_DATA / "nfcorpus", SliceConfig(**raw["data"]["slice"]))
     atomic_write_json(base.artifacts / "validate" / MANIFEST, {"stage": "validate", "fixture": True})
 
-    def make(artifacts: Path, **feedback_cfg) -> StageContext:
+    def make(artifacts: Path, start_model: str | None = None, registry: Path | None = None,
+             **feedback_cfg) -> StageContext:
         params = copy.deepcopy(raw)
         params["feedback"].update(feedback_cfg)
+        params["training"]["continual"]["start_model"] = start_model
+        if registry is not None:
+            params["registry"]["root"] = str(registry)
         if artifacts != base.artifacts and not (artifacts / "validate").exists():
             (artifacts / "validate").parent.mkdir(parents=True, exist_ok=True)
             os.symlink(base.artifacts / "validate", artifacts / "validate")
@@ -221,6 +225,45 @@ def test_an_unchanged_window_leaves_the_output_untouched(nfcorpus_ctx, slice_mat
     assert (tmp_path / "none" / "feedback" / MANIFEST).stat().st_mtime_ns == first
 
 
+def _point(registry: Path, version: str) -> None:
+    """production.json naming `version` (what a promotion or a rollback leaves)."""
+    registry.mkdir(parents=True, exist_ok=True)
+    (registry / "production.json").write_text(json.dumps({"version": version, "bundle": f"bundles/{version}",
+                                                          "history": []}))
+
+
+def test_production_changes_the_output_only_when_continual_starts_from_it(nfcorpus_ctx, tmp_path):
+    """The registry lives outside the project: through this always-run stage, whose output continual
+    reads in dvc.yaml, a promotion or a rollback reruns continual under `dvc repro` when it warm-starts
+    from production (`start_model: production`), and only then."""
+    make, _ = nfcorpus_ctx
+    registry = tmp_path / "registry"
+    warm = make(tmp_path / "warm", start_model="production", registry=registry, log_dir=None)
+    manifest = tmp_path / "warm" / "feedback" / MANIFEST
+    assert feedback.run(warm)["status"].startswith("skipped: no logs")
+    assert read_manifest(manifest.parent)["production_start"] == {"stage": "continual", "version": None}
+    for version in ("v1", "v2", "v1"):  # a promotion, another, a rollback
+        _point(registry, version)
+        feedback.run(warm)
+        assert read_manifest(manifest.parent)["production_start"] == {"stage": "continual", "version": version}
+    before = (manifest.read_bytes(), manifest.stat().st_mtime_ns)
+    feedback.run(warm)  # nothing moved: the output stays as it was
+    assert (manifest.read_bytes(), manifest.stat().st_mtime_ns) == before
+    (registry / "production.json").write_text("{broken")
+    feedback.run(warm)  # recorded, not raised: the continual stage fails on it, naming the file
+    start = read_manifest(manifest.parent)["production_start"]
+    assert start["version"] is None and "production.json" in start["unreadable"]
+
+    cold = make(tmp_path / "cold", registry=registry, log_dir=None)  # start_model null, the default
+    feedback.run(cold)
+    manifest = tmp_path / "cold" / "feedback" / MANIFEST
+    before = (manifest.read_bytes(), manifest.stat().st_mtime_ns)
+    _point(registry, "v2")
+    feedback.run(cold)
+    assert (manifest.read_bytes(), manifest.stat().st_mtime_ns) == before
+    assert read_manifest(manifest.parent)["production_start"] is None
+
+
 def test_a_day_with_30_percent_garbage_keeps_every_valid_record(nfcorpus_ctx, slice_material, tmp_path):
     make, _ = nfcorpus_ctx
     docs, queries = slice_material
@@ -273,6 +316,8 @@ def test_stage_under_dvc_repro(dvc_project, shared_data, slice_material, tmp_pat
                               dev={**params["data"]["dev"], "datasets": []})
         params["data"]["profiles"]["tiny"]["slice"] = {"max_queries": 60, "max_docs": 400}
         params["feedback"]["log_dir"] = str(logs)
+        params["training"]["continual"]["start_model"] = "production"
+        params["registry"]["root"] = str(tmp_path / "registry")
 
     repo = dvc_project(tmp_path / "repo", edit)
     bin_dir = Path(sys.executable).parent
@@ -295,6 +340,17 @@ def test_stage_under_dvc_repro(dvc_project, shared_data, slice_material, tmp_pat
     second = dvc("repro", "feedback")
     assert "Running stage 'feedback'" in second and "Running stage 'validate'" not in second
     assert read_manifest(repo / "artifacts" / "feedback")["metrics"]["window"]["train"] == [_day(3), _day(2)]
+
+    def recorded() -> str:  # the hash dvc.lock holds of artifacts/feedback, which continual depends on
+        outs = yaml.safe_load((repo / "dvc.lock").read_text())["stages"]["feedback"]["outs"]
+        return next(o["md5"] for o in outs if o["path"] == "artifacts/feedback")
+
+    # a promotion, no new day: the registry is outside the project, yet dvc sees a changed input of continual
+    before = recorded()
+    _point(tmp_path / "registry", "v1")
+    dvc("repro", "feedback")
+    assert recorded() != before
+    assert read_manifest(repo / "artifacts" / "feedback")["production_start"] == {"stage": "continual", "version": "v1"}
 
 
 def test_forget_leaves_no_record_of_the_client(nfcorpus_ctx, slice_material, tmp_path, repo_root, shared_data):

@@ -16,6 +16,10 @@ reasons, and the stage fails only when a span's reject share passes feedback.rej
   heldout/queries.jsonl  the held-out day's distinct queries (_id = uniret.feedback.derive.query_key)
   heldout/qrels/coec.tsv, heldout/qrels/click_model.tsv   click-derived judgments of the held-out day
 With no logs (feedback.log_dir null, or no closed span) it writes only its manifest, saying so.
+
+The manifest also names the production version the continual stage will warm-start from when its
+`start_model` is `production` (`production_start`): the registry lives outside the project like the
+logs, so through this always-run stage a promotion or a rollback reruns continual under `dvc repro`.
 """
 
 from __future__ import annotations
@@ -34,7 +38,12 @@ from uniret.feedback import derive
 from uniret.feedback.examples import PAIR_FILES, SHOWN_FILE, TRAIN_QUERIES
 from uniret.feedback.ingest import SpanIngest, ingest_span
 from uniret.feedback.spans import Window, choose_window, closed
+from uniret.registry.checkpoints import PRODUCTION
+from uniret.registry.configured import registry_root
+from uniret.registry.errors import RegistryError
+from uniret.registry.pointer import read_pointer
 from uniret.runtime import MANIFEST, StageContext, read_manifest, stage_output
+from uniret.stages.recipe_stage import active_recipe
 from uniret.ubi import EVENTS, QUERIES, forget_client, iter_records, list_days
 from uniret.utils.files import atomic_open, atomic_write_json, hash_path
 
@@ -52,6 +61,7 @@ HELDOUT_QUERIES = "heldout/queries.jsonl"
 COEC_QRELS = "heldout/qrels/coec.tsv"
 CLICK_MODEL_QRELS = "heldout/qrels/click_model.tsv"
 QRELS_HEADER = "query-id\tcorpus-id\tscore\n"
+WARM_STAGE = "continual"  # the training stage dvc.yaml gives artifacts/feedback (and so production's version)
 
 
 def feedback_output(ctx: StageContext) -> Path | None:
@@ -78,8 +88,23 @@ def write_qrels(path: Path, scores: dict[tuple[str, str], float]) -> None:
             fh.write(f"{query}\t{doc}\t{score:.6f}\n")
 
 
-def _unchanged(ctx: StageContext, status: str, inputs: dict[str, Path]) -> bool:
-    """Whether artifacts/feedback already holds this very result: same status, settings and span hashes.
+def production_start(ctx: StageContext) -> dict[str, Any] | None:
+    """The registry's production version when the continual stage warm-starts from it (`start_model:
+    production`), else None. Only the version: a published version's checkpoint never changes (the
+    continual stage verifies it), and a pointer that cannot be read is recorded as such."""
+    recipe = active_recipe(ctx)
+    if not recipe.runs(WARM_STAGE) or recipe.stage_config(WARM_STAGE).start_model != PRODUCTION:
+        return None
+    try:
+        pointer = read_pointer(registry_root(ctx.params))
+    except RegistryError as exc:
+        return {"stage": WARM_STAGE, "version": None, "unreadable": str(exc)}
+    return {"stage": WARM_STAGE, "version": pointer["version"] if pointer else None}
+
+
+def _unchanged(ctx: StageContext, status: str, inputs: dict[str, Path], start: dict[str, Any] | None) -> bool:
+    """Whether artifacts/feedback already holds this very result: same status, settings, span hashes and
+    production start.
 
     The stage always runs (its spans live outside the project), so it leaves an identical output
     untouched: a rewrite would change its manifest's timings and rerun every stage reading it.
@@ -90,16 +115,19 @@ def _unchanged(ctx: StageContext, status: str, inputs: dict[str, Path]) -> bool:
     old = read_manifest(path)
     return ((old.get("metrics") or {}).get("status") == status
             and old.get("params") == {s: ctx.params.resolved(s) for s in SECTIONS}
-            and old.get("inputs") == {k: hash_path(v) for k, v in inputs.items() if Path(v).exists()})
+            and old.get("inputs") == {k: hash_path(v) for k, v in inputs.items() if Path(v).exists()}
+            and old.get("production_start") == start)
 
 
 def _skip(ctx: StageContext, reason: str) -> dict[str, Any]:
     status = f"skipped: {reason}"
-    if _unchanged(ctx, status, {}):
+    start = production_start(ctx)
+    if _unchanged(ctx, status, {}, start):
         log.info("feedback skipped (output unchanged): %s", reason)
         return read_manifest(ctx.stage_dir(STAGE))["metrics"]
     with stage_output(ctx, STAGE, sections=SECTIONS) as (_, manifest):
         manifest["metrics"] = {"status": status}
+        manifest["production_start"] = start
     log.info("feedback skipped: %s", reason)
     return manifest["metrics"]
 
@@ -156,7 +184,8 @@ def derive_window(ctx: StageContext, window: Window) -> dict[str, Any]:
     log_dir = Path(cfg.log_dir)
     inputs = {f"{kind}/{day}": log_dir / kind / day for day in window.days for kind in (QUERIES, EVENTS)}
     inputs["corpus"] = ctx.dataset(ctx.params.section("data").train_dataset).corpus_path
-    if _unchanged(ctx, "ok", inputs):
+    start = production_start(ctx)
+    if _unchanged(ctx, "ok", inputs, start):
         log.info("feedback: the spans of %s and the settings are those of the last run: output unchanged",
                  window.to_json())
         return read_manifest(ctx.stage_dir(STAGE))["metrics"]
@@ -209,6 +238,7 @@ def derive_window(ctx: StageContext, window: Window) -> dict[str, Any]:
         write_qrels(out / COEC_QRELS, coec)
         write_qrels(out / CLICK_MODEL_QRELS, got.heldout_relevance)
         manifest["metrics"] = metrics
+        manifest["production_start"] = start
     (ctx.artifacts / FAILED_REJECTS).unlink(missing_ok=True)  # a failed run's rejects: superseded by rejects.jsonl
     log.info("feedback: window %s; %d rejected; %d IPS pairs, %d held-out judgments (COEC)",
              window.to_json(), metrics["rejected"], len(got.ips.pairs), len(coec))
