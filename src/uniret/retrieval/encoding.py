@@ -16,7 +16,6 @@ from typing import Protocol
 
 import numpy as np
 import scipy.sparse as sp
-import torch
 from tqdm.auto import tqdm
 
 log = logging.getLogger("uniret.retrieval")
@@ -153,13 +152,15 @@ class TorchTextEncoder:
             key += "-" + str(self.autocast_dtype).removeprefix("torch.")
         return key
 
-    @torch.inference_mode()
     def _encode_batch(self, texts: Sequence[str], is_query: bool) -> EncodedTexts:
+        import torch  # here, not at import: serving (ONNX and static tables) never loads torch
+
         enc = self.tokenizer(
             list(texts), padding=True, truncation=True, max_length=self.max_length[is_query], return_tensors="pt"
         )
         dtype = self.autocast_dtype
-        with torch.autocast(self.device.type, dtype=dtype) if dtype is not None else contextlib.nullcontext():
+        autocast = torch.autocast(self.device.type, dtype=dtype) if dtype is not None else contextlib.nullcontext()
+        with torch.inference_mode(), autocast:
             out = self.model(enc["input_ids"].to(self.device), enc["attention_mask"].to(self.device),
                              is_query=is_query)
         return EncodedTexts(
