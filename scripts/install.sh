@@ -35,12 +35,8 @@ install_with() {  # install_with TOOL: the four steps with uv or pip; fails on t
 }
 
 if "$venv/bin/pip" install --quiet "uv==$UV_VERSION" 2>/dev/null; then
-    while IFS= read -r assignment; do export "${assignment?}"; done < <("$py" scripts/uv_env.py)
-    # unsafe-best-match: the best version over every index, as pip takes (uv's default stops at the first
-    # index that has the package); bytecode compiled now, as pip does: where PYTHONDONTWRITEBYTECODE is
-    # set (these machines) every process would otherwise compile what it imports (torch 3.4 s, not 1.4: E90)
-    export UV_INDEX_STRATEGY=unsafe-best-match UV_NO_PROGRESS=1 UV_COMPILE_BYTECODE=1
-    export UV_CONSTRAINT="${UV_CONSTRAINT:+$UV_CONSTRAINT }$PWD/requirements.lock"
+    while IFS= read -r assignment; do export "${assignment?}"; done \
+        < <("$py" scripts/uv_env.py --lock "$PWD/requirements.lock")
     if install_with uv; then
         exit 0
     fi

@@ -37,6 +37,16 @@ def test_pip_variables_beat_pip_files_and_lists_take_uvs_separators(uv_env):
     }
 
 
+def test_the_install_environment_adds_uvs_settings_and_the_lock_to_the_machines_constraints(uv_env):
+    """install.sh and the Dockerfile both export this: uv installs alike in .venv and in the image."""
+    env = uv_env.install_environment("install.constraint='/etc/pip/c.txt'", "/repo/requirements.lock")
+    assert env["UV_CONSTRAINT"] == "/etc/pip/c.txt /repo/requirements.lock"  # added to, not replacing
+    assert {k: env[k] for k in uv_env.UV_SETTINGS} == uv_env.UV_SETTINGS
+    assert env["UV_INDEX_STRATEGY"] == "unsafe-best-match" and env["UV_COMPILE_BYTECODE"] == "1"
+    assert uv_env.install_environment("", "/repo/requirements.lock")["UV_CONSTRAINT"] == "/repo/requirements.lock"
+    assert "UV_CONSTRAINT" not in uv_env.install_environment("")
+
+
 def test_the_script_reads_real_pip_config(repo_root, tmp_path):
     conf = tmp_path / "pip.conf"
     conf.write_text("[global]\nindex-url = https://mirror.example/simple\nfind-links = /from/file\n")
