@@ -16,16 +16,8 @@ import argparse
 import json
 import sys
 import time
+from itertools import islice
 from pathlib import Path
-
-import numpy as np
-
-
-def _cosines(a, b) -> np.ndarray:
-    """Row-wise cosine of two [n, d] arrays (dense, or sparse made dense)."""
-    a = a.toarray() if hasattr(a, "toarray") else a
-    b = b.toarray() if hasattr(b, "toarray") else b
-    return (a * b).sum(1) / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-12)
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -46,17 +38,13 @@ def main(argv: list[str] | None = None) -> dict:
     from encoding_batch import _shown
 
     from uniret.bench.machine import machine_info
+    from uniret.data.beir import iter_corpus
+    from uniret.export.parity import row_cosines
     from uniret.models.factory import load_model
     from uniret.retrieval.encoding import TorchTextEncoder
 
     model, tokenizer = load_model(args.checkpoint)
-    texts = []
-    with (args.data / args.dataset / "corpus.jsonl").open() as fh:
-        for line in fh:
-            doc = json.loads(line)
-            texts.append(f"{doc.get('title', '')} {doc['text']}".strip())
-            if len(texts) == args.docs:
-                break
+    texts = [doc.contents for doc in islice(iter_corpus(args.data / args.dataset / "corpus.jsonl"), args.docs)]
     quantized = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
     encoders = {name: TorchTextEncoder(m, tokenizer, args.batch, model.model_config.query_max_length, args.length)
                 for name, m in (("fp32", model), ("int8", quantized))}
@@ -72,7 +60,7 @@ def main(argv: list[str] | None = None) -> dict:
     for channel in ("dense", "sparse"):
         a, b = getattr(out["fp32"], channel), getattr(out["int8"], channel)
         if a is not None:
-            cos = _cosines(a, b)
+            cos = row_cosines(a, b)
             result[f"{channel}_cosine"] = {"min": round(float(cos.min()), 4), "mean": round(float(cos.mean()), 4)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
