@@ -12,7 +12,7 @@ import numpy as np
 from uniret.config.retrieval import DenseIndexConfig
 from uniret.core.errors import reading
 from uniret.core.runs import Run
-from uniret.retrieval import int8_scan, kernels
+from uniret.retrieval import kernels
 from uniret.retrieval.base import QueryBatch, Searcher, rows_to_run, top_k_rows
 from uniret.retrieval.encoding import TextEncoder
 from uniret.retrieval.faiss_loader import faiss
@@ -172,8 +172,7 @@ class DenseSearcher(Searcher):
 
     Over a CPU flat index whose vectors are given, the exact search is one numpy product and a
     partial sort instead: the same ranking (ties by the lower row), twice as fast as faiss's batch-1
-    scan (E38); one query over a mid-sized corpus reads int8 codes first and rescores the candidates
-    their error bounds leave (retrieval/int8_scan.py, E93), the same ranking again; with `shortlist`, only the candidates a fast-scan copy names are scored exactly
+    scan (E38); with `shortlist`, only the candidates a fast-scan copy names are scored exactly
     (hybrid_fast's dense route, E43). Other index types (HNSW, IVF-PQ, a GPU index) search through faiss.
     """
 
@@ -210,11 +209,6 @@ class DenseSearcher(Searcher):
         if self.fast_scan is not None and candidates < len(self.docids):
             return shortlisted(self.fast_scan, self.vectors, queries, k, max(candidates, k))
         if self.vectors is not None:
-            if len(queries) == 1:  # one query (serving): its codes first, then the floats of the candidates
-                scan = int8_scan.scan_for(self.vectors)
-                found = scan.top_k(self.vectors, queries[0], k) if scan is not None else None
-                if found is not None:
-                    return found[1][None, :], found[0][None, :]
             idx, scores = top_k_rows(queries @ self.vectors.T, k)
             return scores, idx
         return self.index.search(queries, k)
