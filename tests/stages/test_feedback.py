@@ -264,6 +264,33 @@ def test_production_changes_the_output_only_when_continual_starts_from_it(nfcorp
     assert read_manifest(manifest.parent)["production_start"] is None
 
 
+def test_a_promotion_rewrites_the_manifest_alone(nfcorpus_ctx, slice_material, tmp_path):
+    """With the same spans and settings, a new production version is recorded without deriving the
+    window again: nothing the stage derives reads a model."""
+    make, _ = nfcorpus_ctx
+    docs, queries = slice_material
+    logs, registry, art = tmp_path / "logs", tmp_path / "registry", tmp_path / "art"
+    for offset in (2, 1):
+        write_span(logs, _day(offset), 60, docs, queries, seed=offset)
+    _point(registry, "v1")
+    ctx = make(art, start_model="production", registry=registry, log_dir=str(logs))
+    feedback.run(ctx)
+    out = art / "feedback"
+
+    def derived() -> dict:
+        return {p.relative_to(out): (p.read_bytes(), p.stat().st_mtime_ns) for p in out.rglob("*")
+                if p.is_file() and p.name != MANIFEST}
+
+    files, old = derived(), read_manifest(out)
+    assert len(files) >= 5 and old["production_start"] == {"stage": "continual", "version": "v1"}
+    _point(registry, "v2")  # a promotion
+    assert feedback.run(ctx) == old["metrics"]
+    new = read_manifest(out)
+    assert new["production_start"] == {"stage": "continual", "version": "v2"}
+    assert {k: v for k, v in new.items() if k != "production_start"} == {k: v for k, v in old.items() if k != "production_start"}
+    assert derived() == files  # the derived files are the first run's, not written again
+
+
 def test_a_day_with_30_percent_garbage_keeps_every_valid_record(nfcorpus_ctx, slice_material, tmp_path):
     make, _ = nfcorpus_ctx
     docs, queries = slice_material

@@ -20,6 +20,7 @@ With no logs (feedback.log_dir null, or no closed span) it writes only its manif
 The manifest also names the production version the continual stage will warm-start from when its
 `start_model` is `production` (`production_start`): the registry lives outside the project like the
 logs, so through this always-run stage a promotion or a rollback reruns continual under `dvc repro`.
+When nothing else moved, that rewrites the manifest alone: the derived files never read a model.
 """
 
 from __future__ import annotations
@@ -102,29 +103,35 @@ def production_start(ctx: StageContext) -> dict[str, Any] | None:
     return {"stage": WARM_STAGE, "version": pointer["version"] if pointer else None}
 
 
-def _unchanged(ctx: StageContext, status: str, inputs: dict[str, Path], start: dict[str, Any] | None) -> bool:
-    """Whether artifacts/feedback already holds this very result: same status, settings, span hashes and
-    production start.
+def _reuse(ctx: StageContext, status: str, inputs: dict[str, Path], start: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The last run's metrics when artifacts/feedback already holds this very result (same status,
+    settings and span hashes), else None. When only the production start moved (a promotion or a
+    rollback), only the manifest is rewritten with it: nothing the stage derives reads a model.
 
     The stage always runs (its spans live outside the project), so it leaves an identical output
     untouched: a rewrite would change its manifest's timings and rerun every stage reading it.
     """
     path = ctx.stage_dir(STAGE)
     if not (path / MANIFEST).is_file():
-        return False
+        return None
     old = read_manifest(path)
-    return ((old.get("metrics") or {}).get("status") == status
+    if not ((old.get("metrics") or {}).get("status") == status
             and old.get("params") == {s: ctx.params.resolved(s) for s in SECTIONS}
-            and old.get("inputs") == {k: hash_path(v) for k, v in inputs.items() if Path(v).exists()}
-            and old.get("production_start") == start)
+            and old.get("inputs") == {k: hash_path(v) for k, v in inputs.items() if Path(v).exists()}):
+        return None
+    if old.get("production_start") != start:
+        old["production_start"] = start
+        atomic_write_json(path / MANIFEST, old)
+        log.info("feedback: production start now %s; the rest of the output is the last run's", start)
+    return old["metrics"]
 
 
 def _skip(ctx: StageContext, reason: str) -> dict[str, Any]:
     status = f"skipped: {reason}"
     start = production_start(ctx)
-    if _unchanged(ctx, status, {}, start):
-        log.info("feedback skipped (output unchanged): %s", reason)
-        return read_manifest(ctx.stage_dir(STAGE))["metrics"]
+    if (kept := _reuse(ctx, status, {}, start)) is not None:
+        log.info("feedback skipped (output kept): %s", reason)
+        return kept
     with stage_output(ctx, STAGE, sections=SECTIONS) as (_, manifest):
         manifest["metrics"] = {"status": status}
         manifest["production_start"] = start
@@ -185,10 +192,10 @@ def derive_window(ctx: StageContext, window: Window) -> dict[str, Any]:
     inputs = {f"{kind}/{day}": log_dir / kind / day for day in window.days for kind in (QUERIES, EVENTS)}
     inputs["corpus"] = ctx.dataset(ctx.params.section("data").train_dataset).corpus_path
     start = production_start(ctx)
-    if _unchanged(ctx, "ok", inputs, start):
-        log.info("feedback: the spans of %s and the settings are those of the last run: output unchanged",
+    if (kept := _reuse(ctx, "ok", inputs, start)) is not None:
+        log.info("feedback: the spans of %s and the settings are those of the last run: output kept",
                  window.to_json())
-        return read_manifest(ctx.stage_dir(STAGE))["metrics"]
+        return kept
     spans = _ingest(log_dir, window, _corpus_ids(ctx))
     _check_share(ctx, spans, cfg.reject_share_max)
 
