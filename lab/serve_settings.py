@@ -30,7 +30,7 @@ DEFAULT_CONFIGS = {
 FIELDS = ("p50_ms", "p95_ms", "p99_ms", "qps", "failed", "server_rss_mb")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("bundle")
     parser.add_argument("--data", default="../shared/data")
@@ -40,7 +40,7 @@ def main() -> int:
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 16])
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--out", default="lab/results/serve_settings.json")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     from uniret.bench.http_bench import http_latency
     from uniret.bench.machine import machine_info
@@ -63,11 +63,12 @@ def main() -> int:
                    "levels": {c: {k: lv.get(k) for k in FIELDS} for c, lv in levels.items()}}
             print(json.dumps(row), flush=True)
             rows.append(row)
-    atomic_write_json(args.out, {"bundle": shown_path(args.bundle, Path.cwd()), "queries": "scifact test",
-                                 "requests_per_level": args.requests, "load_average": os.getloadavg()[0],
-                                 "machine": machine_info(), "settings": rows})
-    return 0
+    result = {"bundle": shown_path(args.bundle, Path.cwd()), "queries": "scifact test",
+              "requests_per_level": args.requests, "load_average": os.getloadavg()[0],
+              "machine": machine_info(), "settings": rows}
+    atomic_write_json(args.out, result)
+    return result
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()
