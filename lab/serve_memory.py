@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import time
 from pathlib import Path
 
@@ -21,6 +20,8 @@ import psutil
 
 from uniret.bench.machine import machine_info
 from uniret.bench.server import LocalServer
+from uniret.ops.results_collect import checkout_commit
+from uniret.utils.files import atomic_write_json
 
 REPO = Path(__file__).resolve().parents[1]
 SETTLE_S = 3.0  # after /readyz: the workers' last allocations of start-up
@@ -43,15 +44,6 @@ def measure(bundle: Path, src: Path, workers: int, params: Path, profile: str | 
             "processes": len(procs), "processes_with_libtorch": len(torch)}
 
 
-def source_of(src: Path) -> dict:
-    """The commit a source tree is checked out at, and whether it has changes (paths stay out of results)."""
-    def git(*args: str) -> str:
-        done = subprocess.run(["git", "-C", str(src), *args], capture_output=True, text=True)
-        return done.stdout.strip() if done.returncode == 0 else ""
-
-    return {"commit": git("rev-parse", "--short", "HEAD") or None, "changed": bool(git("status", "--porcelain", "."))}
-
-
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("bundle", type=Path)
@@ -68,11 +60,9 @@ def main(argv: list[str] | None = None) -> dict:
         for label, src in variants.items():  # alternated: the machine's drift falls on every variant
             runs[label].append(measure(args.bundle, Path(src), args.workers, args.params, args.profile))
     result = {"bundle": args.bundle.name, "workers": args.workers, "profile": args.profile, "machine": machine_info(),
-              "variants": {label: source_of(Path(src)) for label, src in variants.items()}, "runs": runs}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, indent=1))
-    tmp.replace(args.out)
+              # the commit each tree is at ('+changes' when it has changes): paths stay out of results
+              "variants": {label: {"commit": checkout_commit(Path(src))} for label, src in variants.items()}, "runs": runs}
+    atomic_write_json(args.out, result)
     print(json.dumps({label: [(r["ready_s"], r["rss_mb_total"], r["processes_with_libtorch"]) for r in rs]
                       for label, rs in runs.items()}))
     return result

@@ -57,7 +57,7 @@ def _read_json(path: Path) -> dict[str, Any]:
     return read_json(path)
 
 
-def _git_commit(folder: Path) -> str:
+def checkout_commit(folder: Path) -> str:
     """Short commit of the checkout holding `folder` ('+changes' when tracked files differ), else 'unknown'."""
     def git(*args: str) -> str:
         done = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=30)
@@ -120,7 +120,7 @@ def demo_record(artifacts: Path, served: str | None = None, demo_seconds: float 
     return {
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(finished)),
         # the checkout's HEAD now is the demo's only if nothing was checked out since: `commit` states it
-        "commit": commit or _git_commit(artifacts.resolve().parent),
+        "commit": commit or checkout_commit(artifacts.resolve().parent),
         "machine": _machine(artifacts),
         "profile": evaluate.get("profile"),
         "recipe": recipe,
