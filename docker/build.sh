@@ -9,6 +9,7 @@
 # With podman the machine's pip configuration (`pip config list`: files and PIP_* variables)
 # is bound read-only into every build step, with the local wheel folders and file:// indexes it
 # names, so the build installs exactly what `make install` does on this machine.
+# The image the tag named before is removed after the build (docker/drop-replaced.sh).
 set -euo pipefail
 
 variant=${1:?usage: docker/build.sh cpu|gpu [tag]}
@@ -82,8 +83,10 @@ if [ "$ENGINE" = podman ]; then
         done
     fi
 fi
+old=$("$ENGINE" image inspect --format '{{.Id}}' "$tag" 2>/dev/null || true)
 echo "$ENGINE ${args[*]} $root"
 start=$(date +%s)
 "$ENGINE" "${args[@]}" "$root"
 echo "built $tag in $(( $(date +%s) - start )) s"
+if [ -n "$old" ]; then ENGINE=$ENGINE "$here/drop-replaced.sh" "$old" "$tag"; fi
 "$ENGINE" image ls "$tag"

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# `docker/drop-replaced.sh OLD_ID TAG`: after a build moved TAG off image OLD_ID, remove OLD_ID, so
+# rebuilds do not pile up a 3.5 GB image each on the machine (CI's disk is shared: docs/ci.md,
+# "Disk"). It is kept when TAG still names it, another tag does, or a container uses it.
+#   ENGINE  podman or docker (default: podman if installed, else docker)
+set -euo pipefail
+old=${1:?usage: docker/drop-replaced.sh OLD_ID TAG}
+tag=${2:?usage: docker/drop-replaced.sh OLD_ID TAG}
+if [ -z "${ENGINE:-}" ]; then
+    if command -v podman >/dev/null; then ENGINE=podman; else ENGINE=docker; fi
+fi
+new=$("$ENGINE" image inspect --format '{{.Id}}' "$tag")
+if [ "$new" = "$old" ]; then
+    exit 0
+fi
+# `rmi` without --force refuses an image that a container uses or another tag names
+if err=$("$ENGINE" rmi "$old" 2>&1 >/dev/null); then
+    echo "drop-replaced.sh: removed ${old:0:12}, the image $tag named before this build"
+else
+    echo "drop-replaced.sh: kept ${old:0:12}, the image $tag named before this build: ${err##*Error: }"
+fi
