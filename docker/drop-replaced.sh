@@ -13,9 +13,11 @@ new=$("$ENGINE" image inspect --format '{{.Id}}' "$tag")
 if [ "$new" = "$old" ]; then
     exit 0
 fi
+short=${old#sha256:}  # docker prefixes its ids, podman does not
+short=${short:0:12}
 # `rmi` without --force refuses an image that a container uses or another tag names
 if err=$("$ENGINE" rmi "$old" 2>&1 >/dev/null); then
-    echo "drop-replaced.sh: removed ${old:0:12}, the image $tag named before this build"
+    echo "drop-replaced.sh: removed $short, the image $tag named before this build"
 else
-    echo "drop-replaced.sh: kept ${old:0:12}, the image $tag named before this build: ${err##*Error: }"
+    echo "drop-replaced.sh: kept $short, the image $tag named before this build: ${err##*Error: }"
 fi
