@@ -2,13 +2,11 @@
 # `docker/drop-replaced.sh OLD_ID TAG`: after a build moved TAG off image OLD_ID, remove OLD_ID, so
 # rebuilds do not pile up a 3.5 GB image each on the machine (CI's disk is shared: docs/ci.md,
 # "Disk"). It is kept when TAG still names it, another tag does, or a container uses it.
-#   ENGINE  podman or docker (default: podman if installed, else docker)
+#   ENGINE  podman (default) or docker: docker/build.sh passes the one it built with
 set -euo pipefail
 old=${1:?usage: docker/drop-replaced.sh OLD_ID TAG}
 tag=${2:?usage: docker/drop-replaced.sh OLD_ID TAG}
-if [ -z "${ENGINE:-}" ]; then
-    if command -v podman >/dev/null; then ENGINE=podman; else ENGINE=docker; fi
-fi
+ENGINE=${ENGINE:-podman}
 new=$("$ENGINE" image inspect --format '{{.Id}}' "$tag")
 if [ "$new" = "$old" ]; then
     exit 0
