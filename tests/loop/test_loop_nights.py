@@ -76,6 +76,8 @@ def test_two_nights_learn_from_clicks_and_promote_each_night(tmp_path, repo_root
     # day 2 interleaves night 1's production with night 0's bundle on about half the searches; day 1 had no canary
     assert nights[1]["canary"] == {"candidate": nights[0]["version"], "production": nights[1]["version"], "share": 0.5}
     assert "canary" not in nights[2]  # the last night starts none
+    # day 2's users came once the one-worker server had loaded the canary's candidate too, not just production
+    assert nights[1]["simulation"]["canary"] is None and "interleaved in 50%" in nights[2]["simulation"]["canary"]
     mixed = {day: [r for r in records if r["timestamp"].startswith(day)
                    and r["query_attributes"].get("interleaved_with") == nights[0]["version"]] for day in days}
     assert not mixed[nights[1]["day"]] and 10 < len(mixed[nights[2]["day"]]) < 70

@@ -170,23 +170,50 @@ def _wait_ready(port: int, proc: subprocess.Popen, timeout_s: float = 300.0) -> 
     raise RuntimeError(f"uniret serve not ready after {timeout_s:.0f} s")
 
 
+def _wait_canary(port: int, token: str, timeout_s: float = 300.0) -> str:
+    """POST /admin/canary, which returns once the server's own start-up sync of canary.json has loaded the
+    candidate (one sync at a time): a one-worker server is ready on production alone while a running
+    canary's candidate still loads, and a day's first searches would not be interleaved. Its status."""
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout_s)
+    try:
+        conn.request("POST", "/admin/canary", "{}", {"Content-Type": "application/json",
+                                                      "Authorization": f"Bearer {token}"})
+        resp = conn.getresponse()
+        status = json.loads(resp.read()).get("status", "")
+    finally:
+        conn.close()
+    if resp.status != 200 or "interleaved" not in status:
+        raise RuntimeError(f"uniret serve does not interleave the loop's canary: {resp.status} {status}")
+    return status
+
+
 def serve_day(cfg: LoopConfig, params: Path, night: int) -> dict[str, Any]:
-    """Start the server on production, send the day's simulated users, stop it (its log queue is written out)."""
+    """Start the server on production (and the running canary's candidate, if any), send the day's simulated
+    users, stop it (its log queue is written out)."""
+    import secrets
+
     from uniret.config import load_params
+    from uniret.registry.canary import running
     from uniret.simulation.driver import simulate
 
+    loaded = load_params(params, cfg.profile)
     port = _free_port()
     log_file = (cfg.work / "logs" / f"serve-night{night}.log").open("w")
     cmd = [sys.executable, "-m", "uniret", "serve", "--params", str(params), "--profile", cfg.profile,
            "--port", str(port), "--registry", str(cfg.work / "registry")]
-    proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, env={**os.environ, "UNIRET_DATA": str(cfg.data_root)})
+    token = secrets.token_hex(16)  # this server's admin token, for the canary check alone
+    env = {**os.environ, "UNIRET_DATA": str(cfg.data_root),
+           loaded.section("registry").token_env: token}
+    proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, env=env)
     try:
         _wait_ready(port, proc)
-        scfg = load_params(params, cfg.profile).section("simulate")
+        canary = _wait_canary(port, token) if running(cfg.work / "registry") is not None else None
         import dataclasses
 
-        scfg = dataclasses.replace(scfg, seed=cfg.seed * 1000 + night)
-        return simulate("127.0.0.1", port, cfg.data_root / cfg.dataset, scfg)
+        scfg = dataclasses.replace(loaded.section("simulate"), seed=cfg.seed * 1000 + night)
+        return {**simulate("127.0.0.1", port, cfg.data_root / cfg.dataset, scfg), "canary": canary}
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
