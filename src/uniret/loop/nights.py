@@ -171,22 +171,16 @@ def _wait_ready(port: int, proc: subprocess.Popen, timeout_s: float = 300.0) -> 
 
 
 def _wait_canary(port: int, token: str, timeout_s: float = 300.0) -> str:
-    """POST /admin/canary, which returns once the server's own start-up sync of canary.json has loaded the
-    candidate (one sync at a time): a one-worker server is ready on production alone while a running
-    canary's candidate still loads, and a day's first searches would not be interleaved. Its status."""
-    import http.client
+    """POST /admin/canary (the promote/canary commands' notify), which returns once the server's own
+    start-up sync of canary.json has loaded the candidate (one sync at a time): a one-worker server is
+    ready on production alone while a running canary's candidate still loads, and a day's first
+    searches would not be interleaved. The server's reply."""
+    from uniret.registry.notify import notify_canary
 
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout_s)
-    try:
-        conn.request("POST", "/admin/canary", "{}", {"Content-Type": "application/json",
-                                                      "Authorization": f"Bearer {token}"})
-        resp = conn.getresponse()
-        status = json.loads(resp.read()).get("status", "")
-    finally:
-        conn.close()
-    if resp.status != 200 or "interleaved" not in status:
-        raise RuntimeError(f"uniret serve does not interleave the loop's canary: {resp.status} {status}")
-    return status
+    result = notify_canary(f"http://127.0.0.1:{port}", token, timeout_s)
+    if result.status != "ok" or "interleaved" not in result.detail:
+        raise RuntimeError(f"uniret serve does not interleave the loop's canary: {result.detail}")
+    return result.detail
 
 
 def serve_day(cfg: LoopConfig, params: Path, night: int) -> dict[str, Any]:
