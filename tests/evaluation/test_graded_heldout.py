@@ -8,7 +8,7 @@ import math
 import pytest
 
 from uniret.core.errors import DataError
-from uniret.evaluation.graded import graded_ndcg, parse_ndcg_cutoff
+from uniret.evaluation.graded import graded_ndcg, judged_share, parse_ndcg_cutoff
 from uniret.evaluation.heldout import (
     HELDOUT_QUERIES,
     JUDGMENTS,
@@ -30,9 +30,24 @@ def test_graded_ndcg_uses_the_judgment_as_a_linear_gain():
     assert graded_ndcg(qrels, {"q": {"b": 2.0, "a": 1.0}}, 1)["q"] == pytest.approx(0.3 / 0.9)  # cut at k
 
 
+def test_the_condensed_list_drops_unjudged_documents_before_the_cut():
+    # the logs judged a (clicked), b (shown, never clicked) and c; the run ranks two documents nobody was
+    # shown above them: scored as 0 on the full list, removed from the condensed one (Sakai 2007)
+    qrels = {"q": {"a": 1.0, "b": 0.0, "c": 0.5}}
+    run = {"q": {"new1": 5.0, "new2": 4.0, "b": 3.0, "a": 2.0, "c": 1.0}}
+    ideal = 1.0 + 0.5 / math.log2(3)
+    assert graded_ndcg(qrels, run, 10)["q"] == pytest.approx((1.0 / math.log2(5) + 0.5 / math.log2(6)) / ideal)
+    assert graded_ndcg(qrels, run, 10, condensed=True)["q"] == pytest.approx(
+        (1.0 / math.log2(3) + 0.5 / math.log2(4)) / ideal)  # b stays: judged 0 is a judgment
+    assert graded_ndcg(qrels, run, 2, condensed=True)["q"] == pytest.approx((1.0 / math.log2(3)) / ideal)
+    assert judged_share(qrels, run, 4) == {"q": 0.5}  # new1, new2, b, a: two of four judged
+    assert judged_share(qrels, run, 10) == {"q": 0.3}  # a shorter run's empty slots count as unjudged
+
+
 def test_only_ndcg_at_k_is_graded():
     assert parse_ndcg_cutoff("ndcg@10") == 10
-    for bad in ("mrr@10", "ndcg", "ndcg@0", "ndcg@x"):
+    assert parse_ndcg_cutoff("condensed_ndcg@5") == 5
+    for bad in ("mrr@10", "ndcg", "ndcg@0", "ndcg@x", "condensed_mrr@10"):
         with pytest.raises(ValueError, match="ndcg@<k>"):
             parse_ndcg_cutoff(bad)
 
@@ -101,15 +116,18 @@ def test_judgments_of_an_unknown_query_are_an_error(tmp_path):
 def test_the_report_shows_both_sides_or_why_not():
     from uniret.evaluation.regression import newest_traffic_lines
 
-    scores = {"click_model": {"ndcg@10": 0.25, "queries": 8}, "coec": {"ndcg@10": 0.5, "queries": 8}}
-    section = {"status": "scored", "day": "2026-12-04", "queries": 24, "metric": "ndcg@10",
+    scores = {"click_model": {"ndcg@10": 0.25, "condensed_ndcg@10": 0.75, "queries": 8},
+              "coec": {"ndcg@10": 0.5, "condensed_ndcg@10": 1.0, "queries": 7}}
+    section = {"status": "scored", "day": "2026-12-04", "queries": 24, "metrics": ["ndcg@10", "condensed_ndcg@10"],
                "candidate": {"system": "uni", "scores": scores},
                "production": {"status": "other_corpus", "version": "v1", "reason": "production v1 indexes 'x'"}}
     lines = newest_traffic_lines(section)
-    assert "| candidate (uni) | 0.2500 (8) | 0.5000 (8) |" in lines
+    assert ("| system | click_model ndcg@10 | click_model condensed_ndcg@10 | coec ndcg@10 | coec condensed_ndcg@10 "
+            "| queries |") in lines
+    assert "| candidate (uni) | 0.2500 | 0.7500 | 0.5000 | 1.0000 | 8/7 |" in lines
     assert "Production not scored: production v1 indexes 'x'." in lines
     section["production"] = {"status": "scored", "version": "v1", "system": "uni", "scores": scores}
-    assert "| production (v1, uni) | 0.2500 (8) | 0.5000 (8) |" in newest_traffic_lines(section)
+    assert "| production (v1, uni) | 0.2500 | 0.7500 | 0.5000 | 1.0000 | 8/7 |" in newest_traffic_lines(section)
     assert "Not scored: feedback stage skipped: no logs." in newest_traffic_lines(
         {"status": "skipped", "reason": "feedback stage skipped: no logs"})
     assert newest_traffic_lines(None) == []

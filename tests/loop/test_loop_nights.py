@@ -100,6 +100,23 @@ def test_two_nights_learn_from_clicks_and_promote_each_night(tmp_path, repo_root
     assert cost["answers"] == 160 and 0 < cost["swapped"] < 160 and cost["ndcg10_shown_minus_ranked"] <= 0.05
     assert (out / "loop.png").stat().st_size > 1000 and "| 2 |" in (out / "loop.md").read_text()
     assert "transformer retrained 2 steps a night on the clicks" in (out / "loop.md").read_text()
+    # the gate's newest-traffic check held against the simulator's truth, on what each night kept of its held-out day
+    check = report["arms"]["debiased"]["traffic_check"]
+    assert [n["night"] for n in check["nights"]] == [1, 2]
+    for n in check["nights"]:
+        assert (work / "nights" / str(n["night"]) / "newest_traffic" / "runs" / "production.trec").is_file()
+        assert n["candidate_system"] == "hybrid_fast" and n["truth"]["queries"] > 0
+        assert n["ndcg@10"]["queries"] == n["condensed_ndcg@10"]["queries"] > 0
+    assert check["agreement"]["condensed_ndcg@10"]["nights"] == 2
+    assert "The gate's newest-traffic check against the truth" in (out / "loop.md").read_text()
+    # E96's other direction (lab/traffic_check_rollback.py): night 0's bundle against night 2's production
+    lab = subprocess.run([sys.executable, str(repo_root / "lab" / "traffic_check_rollback.py"), str(work), "--data",
+                          str(shared_data), "--out", str(tmp_path / "rollback.json")], capture_output=True, text=True,
+                         timeout=600, cwd=tmp_path)
+    assert lab.returncode == 0, lab.stderr[-3000:]
+    [row] = json.loads((tmp_path / "rollback.json").read_text())["rows"]
+    assert row["night"] == 2 and row["production"] == nights[2]["version"] and row["truth"]["queries"] > 0
+    assert row["condensed_ndcg@10"]["queries"] == row["ndcg@10"]["queries"] > 0
     mixing = report["arms"]["debiased"]["interleaving_cost"]  # day 2's interleaved answers against production's own
     assert 0 < mixing["interleaved"] <= len(mixed[nights[2]["day"]]) and mixing["compared"] <= mixing["interleaved"]
     if mixing["compared"]:  # a head query answered both ways on day 2 (Zipf traffic: nearly always)

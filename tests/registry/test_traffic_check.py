@@ -25,7 +25,8 @@ def test_worse_fails_equal_passes():
     worse = TrafficScores(_section(SCORED), {q: v - 0.1 for q, v in PROD.items()}, PROD)
     check = newest_traffic_check(_cfg(), worse, "v1")
     assert check.status == "fail" and check.rule == "paired" and check.value == -0.1
-    assert check.reason.startswith("held-out day 2026-12-04, click_model judgments, ndcg@10: candidate - production v1")
+    assert check.reason.startswith(
+        "held-out day 2026-12-04, click_model judgments, condensed_ndcg@10: candidate - production v1")
     equal = TrafficScores(_section(SCORED), dict(PROD), PROD)
     assert newest_traffic_check(_cfg(), equal, "v1").status == "pass"
 

@@ -13,6 +13,7 @@ import pytest
 
 from uniret.clicks.sessions import query_key
 from uniret.config import Params
+from uniret.core.runs import read_run
 from uniret.evaluation import heldout
 from uniret.evaluation import newest_traffic as traffic
 from uniret.registry.integrity import write_checksums
@@ -107,9 +108,16 @@ def test_a_candidate_the_newest_clicks_rank_worse_is_blocked_naming_the_check(wo
     cand = section["candidate"]["scores"]["click_model"]
     prod = section["production"]["scores"]["click_model"]
     assert cand["ndcg@10"] == 0.0 and prod["ndcg@10"] > 0.5 and cand["queries"] == prod["queries"] >= 5
+    # none of the clicked documents in the candidate's top 10; its condensed list finds them further down
+    assert cand["judged@10"] == 0.0 < prod["judged@10"] and cand["condensed_ndcg@10"] > cand["ndcg@10"]
+    assert section["metrics"] == [*traffic.METRICS, traffic.JUDGED]
     folder = traffic.scores_dir(ctx.stage_dir("evaluate")) / "per_query"
     assert {p.name for p in (folder / OTHER_MODE).iterdir()} == {"click_model.json", "coec.json"}
     assert (folder / traffic.PRODUCTION_SYSTEM / "coec.json").is_file()
+    runs = traffic.scores_dir(ctx.stage_dir("evaluate")) / traffic.RUNS_DIR  # what each side returned
+    for system in (OTHER_MODE, traffic.PRODUCTION_SYSTEM):
+        ranked = read_run(runs / f"{system}.trec")
+        assert set(ranked) == set(_queries(ctx)) and max(map(len, ranked.values())) <= traffic.RUN_DEPTH
 
     out, check, markdown = _decision(ctx)
     assert out["passed"] is False

@@ -13,7 +13,9 @@ class NewestTrafficConfig:
 
     enabled: bool = True  # false: the check is listed as skipped (off), never run
     judgments: Literal["click_model", "coec"] = "click_model"  # the held-out day's qrels the metric is on
-    metric: Literal["ndcg@10"] = "ndcg@10"  # graded nDCG with gain = the judgment (uniret.evaluation.graded)
+    # graded nDCG with gain = the judgment, on the condensed list or the full one (uniret.evaluation.graded);
+    # the full list blocked every candidate that learned in the loop (E96)
+    metric: Literal["ndcg@10", "condensed_ndcg@10"] = "condensed_ndcg@10"
     margin: float = 0.01  # non-inferiority margin (absolute) on the held-out day's mean
 
     def validate(self) -> None:

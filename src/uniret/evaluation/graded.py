@@ -11,6 +11,11 @@ Docs are ranked as trec_eval ranks them (score descending, ties by doc id descen
 uniret.evaluation.metrics.trec_order). A query whose judgments are all 0 has no ideal ranking
 (IDCG 0): it is left out, on every system alike, so paired comparisons stay on the same queries.
 A judged query the run has no results for scores 0.
+
+Click judgments cover only what the logging ranker showed, so a system that ranks documents it never
+showed scores them 0 whatever they are worth. `condensed` scores the run's condensed list instead
+(Sakai, SIGIR 2007, "Alternatives to bpref"): the run with every unjudged document removed, then cut
+at k; a judged 0 (shown, never clicked) stays. The metric's name is then "condensed_ndcg@k".
 """
 
 from __future__ import annotations
@@ -24,11 +29,14 @@ from uniret.evaluation.metrics import trec_order
 GradedQrels = dict[str, dict[str, float]]  # {query: {doc: judgment >= 0}}
 
 
+CONDENSED = "condensed_"  # the prefix of a metric scored on the condensed list
+
+
 def parse_ndcg_cutoff(metric: str) -> int:
-    """k of "ndcg@k" (the only family computed on real-valued judgments)."""
-    family, _, cut = metric.partition("@")
+    """k of "ndcg@k" or "condensed_ndcg@k" (the only families computed on real-valued judgments)."""
+    family, _, cut = metric.removeprefix(CONDENSED).partition("@")
     if family != "ndcg" or not cut.isdigit() or int(cut) < 1:
-        raise ValueError(f"graded metric must be ndcg@<k> with k >= 1, got {metric!r}")
+        raise ValueError(f"graded metric must be ndcg@<k> or condensed_ndcg@<k> with k >= 1, got {metric!r}")
     return int(cut)
 
 
@@ -41,12 +49,25 @@ def judged_queries(qrels: Mapping[str, Mapping[str, float]]) -> list[str]:
     return sorted(q for q, docs in qrels.items() if any(v > 0 for v in docs.values()))
 
 
-def graded_ndcg(qrels: Mapping[str, Mapping[str, float]], run: Run, k: int) -> dict[str, float]:
-    """{query: nDCG@k} of `run` on every query of `qrels` with a positive judgment (formula: module doc)."""
+def graded_ndcg(qrels: Mapping[str, Mapping[str, float]], run: Run, k: int,
+                condensed: bool = False) -> dict[str, float]:
+    """{query: nDCG@k} of `run` on every query of `qrels` with a positive judgment; `condensed`: on the
+    run's condensed list (formula and why: module doc)."""
     out = {}
     for qid in judged_queries(qrels):
         judged = qrels[qid]
         ideal = _dcg(sorted((v for v in judged.values() if v > 0), reverse=True)[:k])
-        ranked = [doc for doc, _ in trec_order({d: float(s) for d, s in (run.get(qid) or {}).items()})[:k]]
+        ranked = [doc for doc, _ in trec_order({d: float(s) for d, s in (run.get(qid) or {}).items()})
+                  if not condensed or doc in judged][:k]
         out[qid] = _dcg([max(judged.get(doc, 0.0), 0.0) for doc in ranked]) / ideal
+    return out
+
+
+def judged_share(qrels: Mapping[str, Mapping[str, float]], run: Run, k: int) -> dict[str, float]:
+    """{query: share of the run's top k with a judgment} on the queries graded_ndcg scores: how much of
+    a full-list nDCG rests on documents the logs say something about."""
+    out = {}
+    for qid in judged_queries(qrels):
+        ranked = [doc for doc, _ in trec_order({d: float(s) for d, s in (run.get(qid) or {}).items()})[:k]]
+        out[qid] = sum(doc in qrels[qid] for doc in ranked) / k
     return out

@@ -3,9 +3,12 @@
 The evaluate stage scores the candidate's bundle and production's with it; the gate pairs the two
 per query (uniret.registry.traffic_check). Written under artifacts/evaluate/newest_traffic/ in the
 evaluate stage's layout, one pseudo-dataset per judgment set:
-  per_query/<system>/<judgments>.json   {query: {"ndcg@10": v}}   (judgments: click_model, coec)
+  per_query/<system>/<judgments>.json   {query: {metric: v}}   (judgments: click_model, coec)
+  runs/<system>.trec                    the system's top RUN_DEPTH on the day's queries (TREC run format)
 with system the candidate's served mode and "production". The held-out queries are searched on the
-train dataset's corpus: click judgments name its doc ids.
+train dataset's corpus: click judgments name its doc ids. Metrics (uniret.evaluation.graded): nDCG@10
+with unjudged documents as 0, nDCG@10 on the condensed list (unjudged documents removed), and the
+share of the top 10 with a judgment; gate.newest_traffic.metric picks the one the gate pairs.
 
 No counterfactual click metric is computed yet. The cheap one, the click model's expected clicks
 (sum over ranks of examination x relevance), needs an examination propensity at every rank 1-10, and
@@ -18,8 +21,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from uniret.core.runs import Run
-from uniret.evaluation.graded import graded_ndcg, parse_ndcg_cutoff
+from uniret.core.runs import Run, write_run
+from uniret.evaluation.graded import CONDENSED, graded_ndcg, judged_share, parse_ndcg_cutoff
 from uniret.evaluation.heldout import HeldoutDay
 from uniret.evaluation.outputs import PER_QUERY_DIR
 from uniret.runtime import StageContext
@@ -27,7 +30,11 @@ from uniret.utils.files import atomic_write_json
 
 NEWEST_TRAFFIC = "newest_traffic"  # metrics.json's key and the folder under artifacts/evaluate
 PRODUCTION_SYSTEM = "production"  # production's per-query scores, beside the candidate's
-METRIC = "ndcg@10"  # the one metric computed (gate.newest_traffic.metric)
+METRICS = ("ndcg@10", "condensed_ndcg@10")  # what gate.newest_traffic.metric may pick
+JUDGED_K = 10
+JUDGED = f"judged@{JUDGED_K}"  # the share of the top 10 with a judgment: context, never gated on
+RUNS_DIR = "runs"
+RUN_DEPTH = 100  # what a run file keeps per query: nDCG@10 on any qrels, and most condensed lists
 DECIMALS = 6
 
 PerJudgments = dict[str, dict[str, dict[str, float]]]  # {judgments: {query: {metric: value}}}
@@ -53,25 +60,31 @@ def bundle_run(ctx: StageContext, bundle_dir: Path, mode: str, queries: dict[str
 
 
 def score_run(day: HeldoutDay, run: Run) -> PerJudgments:
-    """Per-query nDCG@10 of `run` on each judgment set of the held-out day."""
-    k = parse_ndcg_cutoff(METRIC)
-    return {name: {q: {METRIC: round(v, DECIMALS)} for q, v in graded_ndcg(qrels, run, k).items()}
-            for name, qrels in day.judgments.items()}
-
-
-def summary(per_query: PerJudgments) -> dict[str, dict[str, Any]]:
-    """{judgments: {metric: mean over its judged queries, "queries": n}} (mean None without a judged query)."""
-    out = {}
-    for name, rows in per_query.items():
-        values = [v[METRIC] for v in rows.values()]
-        out[name] = {METRIC: round(sum(values) / len(values), DECIMALS) if values else None, "queries": len(values)}
+    """Per-query METRICS and JUDGED of `run` on each judgment set of the held-out day."""
+    out: PerJudgments = {}
+    for name, qrels in day.judgments.items():
+        values = {m: graded_ndcg(qrels, run, parse_ndcg_cutoff(m), condensed=m.startswith(CONDENSED)) for m in METRICS}
+        values[JUDGED] = judged_share(qrels, run, JUDGED_K)
+        out[name] = {q: {m: round(v[q], DECIMALS) for m, v in values.items()} for q in values[METRICS[0]]}
     return out
 
 
-def write_scores(out: Path, system: str, per_query: PerJudgments) -> None:
-    """newest_traffic/per_query/<system>/<judgments>.json under the evaluate stage's output `out`."""
+def summary(per_query: PerJudgments) -> dict[str, dict[str, Any]]:
+    """{judgments: {metric: mean over its judged queries, "queries": n}} (means None without a judged query)."""
+    out = {}
+    for name, rows in per_query.items():
+        out[name] = {m: round(sum(v[m] for v in rows.values()) / len(rows), DECIMALS) if rows else None
+                     for m in (*METRICS, JUDGED)}
+        out[name]["queries"] = len(rows)
+    return out
+
+
+def write_scores(out: Path, system: str, per_query: PerJudgments, run: Run) -> None:
+    """newest_traffic/per_query/<system>/<judgments>.json and runs/<system>.trec under the evaluate
+    stage's output `out` (the run: what a reader needs to see why the two sides differ)."""
     for name, rows in per_query.items():
         atomic_write_json(out / NEWEST_TRAFFIC / PER_QUERY_DIR / system / f"{name}.json", rows)
+    write_run(out / NEWEST_TRAFFIC / RUNS_DIR / f"{system}.trec", run, system, RUN_DEPTH)
 
 
 def scores_dir(evaluated: Path) -> Path:

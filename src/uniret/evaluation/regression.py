@@ -122,19 +122,20 @@ def newest_traffic_lines(section: dict[str, Any] | None) -> list[str]:
     if section.get("status") != "scored":
         return [*head, f"Not scored: {section.get('reason')}.", ""]
     judgments = sorted((section.get("candidate") or {}).get("scores") or {})
-    metric = section.get("metric", "")
+    metrics = section.get("metrics") or []
     rows = [(f"candidate ({section['candidate'].get('system')})", section["candidate"].get("scores") or {})]
     prod = section.get("production") or {}
-    lines = [*head, f"Held-out day {section.get('day')}: {section.get('queries')} logged queries; {metric} on "
-             "click-derived judgments (graded gains), over the queries with a positive judgment.", "",
-             "| system | " + " | ".join(f"{j} {metric} (queries)" for j in judgments) + " |",
-             "|" + "---|" * (len(judgments) + 1)]
+    lines = [*head, f"Held-out day {section.get('day')}: {section.get('queries')} logged queries; each metric on "
+             "click-derived judgments (graded gains), over the queries with a positive judgment "
+             "(condensed_: unjudged documents removed; judged@10: the share of the top 10 with a judgment).", "",
+             "| system | " + " | ".join(f"{j} {m}" for j in judgments for m in metrics) + " | queries |",
+             "|" + "---|" * (len(judgments) * len(metrics) + 2)]
     if prod.get("status") == "scored":
         rows.append((f"production ({prod.get('version')}, {prod.get('system')})", prod.get("scores") or {}))
     for label, scores in rows:
-        cells = [f"{_num((scores.get(j) or {}).get(metric))} ({(scores.get(j) or {}).get('queries', 0)})"
-                 for j in judgments]
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        cells = [_num((scores.get(j) or {}).get(m)) for j in judgments for m in metrics]
+        counts = "/".join(str((scores.get(j) or {}).get("queries", 0)) for j in judgments)
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {counts} |")
     if prod.get("status") != "scored":
         lines += ["", f"Production not scored: {prod.get('reason')}."]
     return [*lines, ""]

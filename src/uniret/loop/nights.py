@@ -271,6 +271,17 @@ def keep_per_query(evaluate: Path, keep: Path, dataset: str, mode: str = "hybrid
             shutil.copy2(f, keep / "per_query.json")
 
 
+def keep_newest_traffic(art: Path, keep: Path) -> None:
+    """The held-out day's queries and judgments and both sides' scores and runs on it (the report holds the
+    gate's newest-traffic check against the simulator's truth: uniret.loop.traffic_truth)."""
+    from uniret.loop.traffic_truth import HELDOUT, NEWEST
+
+    for src, name in ((art / "evaluate" / NEWEST, NEWEST), (art / "feedback" / HELDOUT, HELDOUT)):
+        shutil.rmtree(keep / name, ignore_errors=True)
+        if src.is_dir():
+            shutil.copytree(src, keep / name)
+
+
 def _night_figures(cfg: LoopConfig, night: int) -> dict[str, Any]:
     """The night's evaluation (served mode and BM25 on the domain's test split, the zero-shot macro),
     its per-query scores kept for the paired intervals, and what the feedback stage derived."""
@@ -282,6 +293,7 @@ def _night_figures(cfg: LoopConfig, night: int) -> dict[str, Any]:
     keep.mkdir(parents=True, exist_ok=True)
     shutil.copy2(art / "evaluate" / "metrics.json", keep / "metrics.json")
     keep_per_query(art / "evaluate", keep, cfg.dataset)
+    keep_newest_traffic(art, keep)
     fb = read_manifest(art / "feedback").get("metrics", {}) if (art / "feedback").is_dir() else {}
     static = (read_manifest(art / "index").get("metrics") or {}).get("static_query") or {}
     return {

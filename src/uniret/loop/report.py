@@ -12,6 +12,7 @@ from typing import Any
 
 from uniret.clicks.protocol import ClickProtocol
 from uniret.evaluation.significance import paired_bootstrap, per_query_pairs
+from uniret.loop import traffic_truth
 from uniret.ubi import QUERIES
 
 METRIC = "ndcg@10"
@@ -155,6 +156,8 @@ def build(arms: dict[str, Path], eta: float = 1.0, domain: Path | None = None, g
             answers = _answers(arms[arm], *traffic)
             entry["randpair_cost"] = randpair_cost(answers)
             entry["interleaving_cost"] = interleaving_cost(answers)
+            if gate is not None:
+                entry["traffic_check"] = traffic_check(arms[arm], nights, traffic, gate)
         out["arms"][arm] = entry
     sky = out["arms"].get("skyline", {}).get("gain_last_vs_night0")
     for arm, entry in out["arms"].items():
@@ -166,6 +169,14 @@ def build(arms: dict[str, Path], eta: float = 1.0, domain: Path | None = None, g
         out["debiased_vs_naive"] = _interval(arms["naive"], last, arms["debiased"], last,
                                              f"debiased - naive at night {last}")
     return out
+
+
+def traffic_check(work: Path, nights: list[dict[str, Any]], traffic, gate) -> dict[str, Any] | None:
+    """The gate's newest-traffic check night by night against the simulator's truth (uniret.loop.traffic_truth);
+    None when no night kept its newest traffic."""
+    rows = [{"night": n["night"], **c} for n in nights
+            if (c := traffic_truth.night_comparison(work / "nights" / str(n["night"]), *traffic, gate))]
+    return {"nights": rows, "agreement": traffic_truth.agreement(rows)} if rows else None
 
 
 def _max_error(table: list[dict[str, Any]], truth) -> float | None:
@@ -213,6 +224,7 @@ def markdown(doc: dict[str, Any], command: str) -> str:
                           f"interleaved minus production's own, per (day, query) answered both ways ({c['compared']} "
                           f"answers, {c['strata']} strata), {c['ndcg10_interleaved_minus_production']:+.5f} per "
                           f"interleaved answer ({c['on']})."]
+        lines += traffic_truth.markdown(entry.get("traffic_check") or {})
         if p := entry.get("propensities"):
             lines += ["", f"Propensities estimated on night {p['night']} (relative to rank 1) beside the simulator's; "
                           f"largest error {p['max_abs_error']}; 95% interval: the harvest over resamples of the "

@@ -8,9 +8,10 @@ registered run source (uniret.evaluation.sources), then writes under artifacts/e
   metrics.md     the same as a markdown table
   per_query/<system>/<dataset>.json   {query: {metric: v}}
   runs/<system>/<dataset>.trec        for sources whose runs are not kept upstream
-  newest_traffic/per_query/<system>/<judgments>.json   the served mode of the candidate's bundle and of
-                 production's ("production") on the feedback stage's held-out day (uniret.evaluation.newest_traffic);
-                 metrics.json "newest_traffic" summarises them, or says why they were skipped
+  newest_traffic/per_query/<system>/<judgments>.json, newest_traffic/runs/<system>.trec   the served mode
+                 of the candidate's bundle and of production's ("production") on the feedback stage's held-out
+                 day (uniret.evaluation.newest_traffic); metrics.json "newest_traffic" summarises them, or says
+                 why they were skipped
 The manifest records which sources ran and the expected-score check (expected).
 """
 
@@ -126,12 +127,13 @@ def _production_traffic(ctx: StageContext, out: Path, day: HeldoutDay, candidate
         return {**info, "status": "unavailable", "reason": f"production {prod.version} serves {prod.system!r}, "
                 "not a bundle retrieval mode"}
     try:
-        per_query = traffic.score_run(day, traffic.bundle_run(ctx, prod.bundle, prod.system, day.queries))
+        run = traffic.bundle_run(ctx, prod.bundle, prod.system, day.queries)
+        per_query = traffic.score_run(day, run)
     except Exception as exc:  # a decision for the gate (blocked with the reason), not a crash of evaluate
         log.exception("scoring production %s on the newest traffic failed", prod.version)
         return {**info, "status": "unavailable",
                 "reason": f"production {prod.version} could not be scored: {type(exc).__name__}: {exc}"}
-    traffic.write_scores(out, traffic.PRODUCTION_SYSTEM, per_query)
+    traffic.write_scores(out, traffic.PRODUCTION_SYSTEM, per_query, run)
     return {**info, "status": "scored", "scores": traffic.summary(per_query)}
 
 
@@ -150,11 +152,12 @@ def newest_traffic(ctx: StageContext, out: Path) -> dict[str, Any]:
         return {"status": "skipped", "reason": "no candidate bundle (the index stage has not run)"}
     if system not in EVAL_MODES:
         return {"status": "skipped", "reason": f"the candidate system {system!r} is not a bundle retrieval mode"}
-    per_query = traffic.score_run(day, traffic.bundle_run(ctx, bundle, system, day.queries))
-    traffic.write_scores(out, system, per_query)
+    run = traffic.bundle_run(ctx, bundle, system, day.queries)
+    per_query = traffic.score_run(day, run)
+    traffic.write_scores(out, system, per_query, run)
     production = _production_traffic(ctx, out, day, bundle)
-    section = {"status": "scored", "reason": "", "day": day.day, "queries": len(day.queries), "metric": traffic.METRIC,
-               "candidate": {"system": system, "scores": traffic.summary(per_query)}, "production": production}
+    section = {"status": "scored", "reason": "", "day": day.day, "queries": len(day.queries),
+               "metrics": [*traffic.METRICS, traffic.JUDGED], "candidate": {"system": system, "scores": traffic.summary(per_query)}, "production": production}
     log.info("newest traffic (%s, %d queries): candidate %s %s; production: %s", day.day, len(day.queries), system,
              section["candidate"]["scores"], production.get("scores") or production["reason"])
     return section

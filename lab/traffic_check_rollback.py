@@ -1,0 +1,73 @@
+"""E96, the other direction: a candidate that is really worse. Night 0's bundle of a loop arm is put
+against each night's production on that night's held-out day, as the gate's newest-traffic check would
+see a rollback to it: candidate - production on the truth (the traffic's train qrels) and on each check
+metric (full list, condensed list) of the day's click-model judgments, under the gate's paired rule.
+
+    python lab/traffic_check_rollback.py WORKSPACE [--data ../shared/data] [--out lab/results/...json]
+
+WORKSPACE: a finished `uniret loop run` arm (its nights/<n>/ keep the held-out day and production's run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from uniret.config import load_params
+from uniret.core.runs import read_run
+from uniret.data.beir import BeirDataset, read_qrels
+from uniret.evaluation import newest_traffic as traffic
+from uniret.evaluation.graded import CONDENSED, graded_ndcg, parse_ndcg_cutoff
+from uniret.evaluation.heldout import JUDGMENTS, read_graded_qrels, read_queries
+from uniret.loop import traffic_truth
+from uniret.runtime import make_context
+from uniret.utils.files import atomic_write_json
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def rollback_rows(work: Path, data: Path) -> list[dict]:
+    """One row per night n >= 2: night 0's bundle against night n's production on day n."""
+    loop = json.loads((work / "loop.json").read_text())
+    gate = load_params(REPO / "params.yaml", None).section("gate")
+    dataset = BeirDataset(data / loop["dataset"])
+    qrels, texts = read_qrels(dataset.qrels_path("train")), dataset.queries()
+    ctx = make_context(work / "params.yaml", loop["profile"], str(data), work / "artifacts")
+    night0 = work / "registry" / "bundles" / loop["nights"][0]["version"]
+    rows = []
+    for night in loop["nights"][2:]:
+        keep = work / "nights" / str(night["night"])
+        heldout = keep / traffic_truth.HELDOUT
+        queries = read_queries(heldout / "queries.jsonl")
+        judged = read_graded_qrels(heldout / Path(JUDGMENTS[gate.newest_traffic.judgments]).relative_to("heldout"))
+        runs = {"production": read_run(keep / traffic_truth.NEWEST / traffic.RUNS_DIR / f"{traffic.PRODUCTION_SYSTEM}.trec"),
+                "night0": traffic.bundle_run(ctx, night0, "hybrid_fast", queries)}
+        row = {"night": night["night"], "production": night["version"]}
+        for metric in (traffic_truth.TRUTH, *traffic.METRICS):
+            on = traffic_truth.truth_qrels(keep, qrels, texts) if metric == traffic_truth.TRUTH else judged
+            k = 10 if metric == traffic_truth.TRUTH else parse_ndcg_cutoff(metric)
+            a, b = (graded_ndcg(on, runs[s], k, condensed=metric.startswith(CONDENSED)) for s in ("production", "night0"))
+            row[metric] = traffic_truth.compare(a, b, gate)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("work", type=Path)
+    ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    ap.add_argument("--out", type=Path, default=REPO / "lab" / "results" / "traffic_check_rollback.json")
+    args = ap.parse_args(argv)
+    rows = rollback_rows(args.work, args.data)
+    atomic_write_json(args.out, {"question": "E96: does the newest-traffic check block a candidate that is really worse?",
+                                 "command": " ".join(["python", *sys.argv]),
+                                 "candidate": "night 0's bundle (hybrid_fast)", "rows": rows,
+                                 "agreement": traffic_truth.agreement(rows)})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""The gate's newest-traffic check held against the truth the simulator knows.
+
+Each night the evaluate stage scores the candidate and production on the held-out day's logged queries
+with click-derived judgments, which cover only the documents production showed that day: all a real
+deployment has. In simulation those clicks were drawn from the traffic domain's train qrels, so the same
+two runs (kept by the loop under nights/<n>/newest_traffic/runs/) can also be scored on those grades:
+whether the candidate ranks better for that day's users. Per night, candidate - production on the
+truth and on each metric the check can pair (the full list, the condensed list), each under the gate's
+paired rule (gate.newest_traffic.margin, gate.regression_confidence): a check that blocks where the truth
+says "not worse" blocks learning, one that passes where the truth says "worse" ships a regression.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from uniret.config.gate import GateConfig
+from uniret.core.runs import read_run
+from uniret.evaluation.graded import graded_ndcg
+from uniret.evaluation.heldout import HELDOUT_QUERIES, read_queries
+from uniret.evaluation.newest_traffic import METRICS, PRODUCTION_SYSTEM, RUNS_DIR
+from uniret.evaluation.noninferiority import noninferiority
+from uniret.evaluation.outputs import PER_QUERY_DIR
+
+TRUTH = "truth"  # nDCG@10 on the traffic's own qrels (the simulator's grades), the full list
+NEWEST = "newest_traffic"  # what the loop keeps of the evaluate stage's newest_traffic/ per night
+HELDOUT = "heldout"  # and of the feedback stage's heldout/
+
+
+def truth_qrels(keep: Path, qrels: dict[str, dict[str, int]], texts: dict[str, str]) -> dict[str, dict[str, float]]:
+    """The held-out day's queries (keyed as its logs key them) with the traffic's grades, for the queries
+    whose text names exactly one judged query of the dataset (a text two queries share is left out)."""
+    by_text: dict[str, list[str]] = {}
+    for qid, text in texts.items():
+        if qid in qrels:
+            by_text.setdefault(text, []).append(qid)
+    day = read_queries(keep / HELDOUT / Path(HELDOUT_QUERIES).name)
+    return {key: {d: float(g) for d, g in qrels[ids[0]].items()}
+            for key, text in day.items() if len(ids := by_text.get(text, [])) == 1}
+
+
+def compare(production: dict[str, float], candidate: dict[str, float], gate: GateConfig) -> dict[str, Any]:
+    """Candidate - production on their common queries under the newest-traffic check's paired rule."""
+    qids = sorted(set(production) & set(candidate))
+    test = noninferiority({"day": ([production[q] for q in qids], [candidate[q] for q in qids])},
+                          gate.newest_traffic.margin, gate.regression_confidence, gate.regression_resamples)
+    return test.as_dict(4)
+
+
+def night_comparison(keep: Path, qrels: dict[str, dict[str, int]], texts: dict[str, str],
+                     gate: GateConfig) -> dict[str, Any] | None:
+    """Candidate - production on the night's held-out day: on the truth and on each check metric of the
+    gate's judgments, each with the gate's verdict; None when the night kept no scored newest traffic."""
+    folder = keep / NEWEST
+    systems = sorted(p.stem for p in (folder / RUNS_DIR).glob("*.trec")) if (folder / RUNS_DIR).is_dir() else []
+    if PRODUCTION_SYSTEM not in systems or len(systems) != 2 or not (keep / HELDOUT).is_dir():
+        return None
+    candidate = next(s for s in systems if s != PRODUCTION_SYSTEM)
+    truth = truth_qrels(keep, qrels, texts)
+    out: dict[str, Any] = {"judgments": gate.newest_traffic.judgments, "candidate_system": candidate}
+    scored = {s: graded_ndcg(truth, read_run(folder / RUNS_DIR / f"{s}.trec"), 10) for s in systems}
+    out[TRUTH] = compare(scored[PRODUCTION_SYSTEM], scored[candidate], gate)
+    judged = {s: json.loads((folder / PER_QUERY_DIR / s / f"{gate.newest_traffic.judgments}.json").read_text())
+              for s in systems}
+    for metric in METRICS:
+        per = {s: {q: v[metric] for q, v in judged[s].items()} for s in systems}
+        out[metric] = compare(per[PRODUCTION_SYSTEM], per[candidate], gate)
+    return out
+
+
+def agreement(nights: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Per check metric: nights where the check and the truth give the same verdict, the check blocks a
+    candidate the truth does not find worse (learning lost), and passes one the truth finds worse."""
+    out = {}
+    for metric in METRICS:
+        rows = [n for n in nights if n.get(metric)]
+        out[metric] = {"nights": len(rows),
+                       "agree": sum(n[metric]["worse"] == n[TRUTH]["worse"] for n in rows),
+                       "blocked_not_worse": sum(n[metric]["worse"] and not n[TRUTH]["worse"] for n in rows),
+                       "passed_worse": sum(not n[metric]["worse"] and n[TRUTH]["worse"] for n in rows)}
+    return out
+
+
+def markdown(entry: dict[str, Any]) -> list[str]:
+    """The report's lines for one arm's `traffic_check` section ([] without one)."""
+    nights = entry.get("nights") or []
+    if not nights:
+        return []
+    first = nights[0]
+    lines = ["", f"The gate's newest-traffic check against the truth ({first['judgments']} judgments of each held-out "
+                 "day; truth: nDCG@10 on the traffic's train qrels, which drew the clicks). Candidate - production, "
+                 f"one-sided {first[TRUTH]['confidence']:.0%} bound, margin {first[TRUTH]['margin']}; "
+                 "**blocks**: the gate's paired rule finds the candidate worse:", "",
+             "| night | truth | full list (ndcg@10) | condensed list (condensed_ndcg@10) |", "|---|---|---|---|"]
+
+    def cell(c: dict[str, Any]) -> str:
+        return f"{c['diff']:+.4f} ({c['low']:+.4f} .. {c['high']:+.4f}, {c['queries']} q)" + (" **blocks**" if c["worse"] else "")
+
+    for n in nights:
+        lines.append(f"| {n['night']} | {cell(n[TRUTH])} | {cell(n[METRICS[0]])} | {cell(n[METRICS[1]])} |")
+    for metric, a in entry["agreement"].items():
+        lines.append(f"\n{metric}: the same verdict as the truth on {a['agree']} of {a['nights']} nights; blocked a "
+                     f"candidate the truth does not find worse on {a['blocked_not_worse']}, passed one it finds worse "
+                     f"on {a['passed_worse']}.")
+    return lines
