@@ -31,3 +31,13 @@ def test_no_swap_when_the_share_is_zero_or_logging_is_off(tmp_path):
     share = _log(tmp_path, log_dir=str(tmp_path / "logs"), randpair_share=0.2)
     swapped = sum(share.shown_order(HITS)[1] is not None for _ in range(2000))
     assert 300 < swapped < 500  # about 20% of 2,000
+
+
+def test_a_seed_replays_the_same_swaps(tmp_path):
+    def swaps(seed):
+        log = _log(tmp_path, log_dir=str(tmp_path / "logs"), randpair_share=0.3, randpair_seed=seed)
+        return [log.shown_order(HITS)[1] for _ in range(300)]
+
+    first = swaps(8)
+    assert first == swaps(8) and any(first) and None in first  # a rerun of a simulation logs the same swaps
+    assert first != swaps(9)

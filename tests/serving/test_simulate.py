@@ -48,6 +48,8 @@ def test_simulated_sessions_are_served_logged_and_valid(tiny_bundle, tmp_path, r
     queries = list(iter_records(logs, QUERIES, day))
     events = list(iter_records(logs, EVENTS, day))
     assert len(queries) == SESSIONS
+    # the simulator sends its own query ids, so a rerun logs the same ones
+    assert sorted(q.record["query_id"] for q in queries) == sorted(f"sim-3-{n}" for n in range(SESSIONS))
     assert len(events) == summary["events_posted"]
     sliced = write_slice(BeirDataset(shared_data / "scifact"), tmp_path / "slice",
                          SliceConfig(**raw["data"]["profiles"]["tiny"]["slice"]))  # the bundle's corpus (tiny_bundle)

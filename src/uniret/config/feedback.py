@@ -21,6 +21,9 @@ class FeedbackConfig:
     # share of logged answers with two adjacent results swapped (RandPair): swaps identify the examination
     # propensities (uniret.clicks.randpair); 0: never. Costs nDCG on that share (results/loop/)
     randpair_share: float = 0.0
+    # seeds those swaps (every serving process alike); null: from the OS. Simulations set it so a rerun logs
+    # the same swaps (E96)
+    randpair_seed: int | None = None
 
     # --- the feedback stage (uniret.stages.feedback) ---
     window_days: int = 7  # training spans: the closed days t-N .. t-1 before the held-out day t

@@ -73,7 +73,7 @@ class ServingLog:
             )
         self.recent = RecentQueries(self.cfg.recent_queries if self.writer else 0)
         self.limiter = ClientRateLimiter(self.cfg.events_per_s, self.cfg.events_burst)
-        self._rng = random.Random()
+        self._rng = random.Random(self.cfg.randpair_seed)
         self._rng_lock = threading.Lock()
 
     @property

@@ -63,7 +63,9 @@ def simulate(host: str, port: int, folder: Path, cfg: SimulateConfig, timeout_s:
             qid = next(stream)
             drawn[qid] += 1
             client = f"sim-{rng.randrange(cfg.clients)}"
-            body: dict[str, Any] = {"query": texts[qid], "k": cfg.depth, "client_id": client}
+            # the client's own query id (UBI lets it send one): a rerun logs the same ids
+            body: dict[str, Any] = {"query": texts[qid], "k": cfg.depth, "client_id": client,
+                                    "query_id": f"sim-{cfg.seed}-{n}"}
             if cfg.mode:
                 body["mode"] = cfg.mode
             status, answer = request_json(conn, "POST", "/search", body)
