@@ -49,6 +49,10 @@ def judged_queries(qrels: Mapping[str, Mapping[str, float]]) -> list[str]:
     return sorted(q for q, docs in qrels.items() if any(v > 0 for v in docs.values()))
 
 
+def _ranked(run: Run, qid: str) -> list[str]:
+    return [doc for doc, _ in trec_order({d: float(s) for d, s in (run.get(qid) or {}).items()})]
+
+
 def graded_ndcg(qrels: Mapping[str, Mapping[str, float]], run: Run, k: int,
                 condensed: bool = False) -> dict[str, float]:
     """{query: nDCG@k} of `run` on every query of `qrels` with a positive judgment; `condensed`: on the
@@ -57,8 +61,7 @@ def graded_ndcg(qrels: Mapping[str, Mapping[str, float]], run: Run, k: int,
     for qid in judged_queries(qrels):
         judged = qrels[qid]
         ideal = _dcg(sorted((v for v in judged.values() if v > 0), reverse=True)[:k])
-        ranked = [doc for doc, _ in trec_order({d: float(s) for d, s in (run.get(qid) or {}).items()})
-                  if not condensed or doc in judged][:k]
+        ranked = [doc for doc in _ranked(run, qid) if not condensed or doc in judged][:k]
         out[qid] = _dcg([max(judged.get(doc, 0.0), 0.0) for doc in ranked]) / ideal
     return out
 
@@ -68,6 +71,5 @@ def judged_share(qrels: Mapping[str, Mapping[str, float]], run: Run, k: int) -> 
     a full-list nDCG rests on documents the logs say something about."""
     out = {}
     for qid in judged_queries(qrels):
-        ranked = [doc for doc, _ in trec_order({d: float(s) for d, s in (run.get(qid) or {}).items()})[:k]]
-        out[qid] = sum(doc in qrels[qid] for doc in ranked) / k
+        out[qid] = sum(doc in qrels[qid] for doc in _ranked(run, qid)[:k]) / k
     return out

@@ -157,7 +157,8 @@ def newest_traffic(ctx: StageContext, out: Path) -> dict[str, Any]:
     traffic.write_scores(out, system, per_query, run)
     production = _production_traffic(ctx, out, day, bundle)
     section = {"status": "scored", "reason": "", "day": day.day, "queries": len(day.queries),
-               "metrics": [*traffic.METRICS, traffic.JUDGED], "candidate": {"system": system, "scores": traffic.summary(per_query)}, "production": production}
+               "metrics": [*traffic.METRICS, traffic.JUDGED],
+               "candidate": {"system": system, "scores": traffic.summary(per_query)}, "production": production}
     log.info("newest traffic (%s, %d queries): candidate %s %s; production: %s", day.day, len(day.queries), system,
              section["candidate"]["scores"], production.get("scores") or production["reason"])
     return section
