@@ -19,8 +19,7 @@ from uniret.config import load_params
 from uniret.core.runs import read_run
 from uniret.data.beir import BeirDataset, read_qrels
 from uniret.evaluation import newest_traffic as traffic
-from uniret.evaluation.graded import CONDENSED, graded_ndcg, parse_ndcg_cutoff
-from uniret.evaluation.heldout import JUDGMENTS, read_graded_qrels, read_queries
+from uniret.evaluation.heldout import JUDGMENTS, HeldoutDay, read_graded_qrels
 from uniret.loop import traffic_truth
 from uniret.runtime import make_context
 from uniret.utils.files import atomic_write_json
@@ -39,17 +38,16 @@ def rollback_rows(work: Path, data: Path) -> list[dict]:
     rows = []
     for night in loop["nights"][2:]:
         keep = work / "nights" / str(night["night"])
-        heldout = keep / traffic_truth.HELDOUT
-        queries = read_queries(heldout / "queries.jsonl")
-        judged = read_graded_qrels(heldout / Path(JUDGMENTS[gate.newest_traffic.judgments]).relative_to("heldout"))
-        runs = {"production": read_run(keep / traffic_truth.NEWEST / traffic.RUNS_DIR / f"{traffic.PRODUCTION_SYSTEM}.trec"),
-                "night0": traffic.bundle_run(ctx, night0, "hybrid_fast", queries)}
-        row = {"night": night["night"], "production": night["version"]}
-        for metric in (traffic_truth.TRUTH, *traffic.METRICS):
-            on = traffic_truth.truth_qrels(keep, qrels, texts) if metric == traffic_truth.TRUTH else judged
-            k = 10 if metric == traffic_truth.TRUTH else parse_ndcg_cutoff(metric)
-            a, b = (graded_ndcg(on, runs[s], k, condensed=metric.startswith(CONDENSED)) for s in ("production", "night0"))
-            row[metric] = traffic_truth.compare(a, b, gate)
+        queries = traffic_truth.read_day(keep)
+        name = gate.newest_traffic.judgments
+        judged = read_graded_qrels(keep / traffic_truth.HELDOUT / Path(JUDGMENTS[name]).relative_to("heldout"))
+        runs = {traffic.PRODUCTION_SYSTEM: read_run(keep / traffic_truth.NEWEST / traffic.RUNS_DIR
+                                                    / f"{traffic.PRODUCTION_SYSTEM}.trec"),
+                traffic_truth.CANDIDATE: traffic.bundle_run(ctx, night0, "hybrid_fast", queries)}
+        day = HeldoutDay(night["day"], queries, {name: judged})
+        checked = {side: traffic.score_run(day, run)[name] for side, run in runs.items()}
+        row = {"night": night["night"], "production": night["version"],
+               **traffic_truth.compare_sides(runs, checked, traffic_truth.truth_qrels(queries, qrels, texts), gate)}
         rows.append(row)
         print(json.dumps(row), flush=True)
     return rows

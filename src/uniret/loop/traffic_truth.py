@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from uniret.config.gate import GateConfig
-from uniret.core.runs import read_run
+from uniret.core.runs import Run, read_run
 from uniret.evaluation.graded import graded_ndcg
 from uniret.evaluation.heldout import HELDOUT_QUERIES, read_queries
 from uniret.evaluation.newest_traffic import METRICS, PRODUCTION_SYSTEM, RUNS_DIR
@@ -25,20 +25,26 @@ from uniret.evaluation.noninferiority import noninferiority
 from uniret.evaluation.outputs import PER_QUERY_DIR
 
 TRUTH = "truth"  # nDCG@10 on the traffic's own qrels (the simulator's grades), the full list
+TRUTH_K = 10
+CANDIDATE = "candidate"  # compare_sides' name for the side that is not production
 NEWEST = "newest_traffic"  # what the loop keeps of the evaluate stage's newest_traffic/ per night
 HELDOUT = "heldout"  # and of the feedback stage's heldout/
 
 
-def truth_qrels(keep: Path, qrels: dict[str, dict[str, int]], texts: dict[str, str]) -> dict[str, dict[str, float]]:
-    """The held-out day's queries (keyed as its logs key them) with the traffic's grades, for the queries
-    whose text names exactly one judged query of the dataset (a text two queries share is left out)."""
+def truth_qrels(day: dict[str, str], qrels: dict[str, dict[str, int]], texts: dict[str, str]) -> dict[str, dict[str, float]]:
+    """The held-out day's queries ({key: text}, keyed as its logs key them) with the traffic's grades, for
+    the queries whose text names exactly one judged query of the dataset (a text two queries share is left out)."""
     by_text: dict[str, list[str]] = {}
     for qid, text in texts.items():
         if qid in qrels:
             by_text.setdefault(text, []).append(qid)
-    day = read_queries(keep / HELDOUT / Path(HELDOUT_QUERIES).name)
     return {key: {d: float(g) for d, g in qrels[ids[0]].items()}
             for key, text in day.items() if len(ids := by_text.get(text, [])) == 1}
+
+
+def read_day(keep: Path) -> dict[str, str]:
+    """The held-out day's queries a night kept."""
+    return read_queries(keep / HELDOUT / Path(HELDOUT_QUERIES).name)
 
 
 def compare(production: dict[str, float], candidate: dict[str, float], gate: GateConfig) -> dict[str, Any]:
@@ -47,6 +53,17 @@ def compare(production: dict[str, float], candidate: dict[str, float], gate: Gat
     test = noninferiority({"day": ([production[q] for q in qids], [candidate[q] for q in qids])},
                           gate.newest_traffic.margin, gate.regression_confidence, gate.regression_resamples)
     return test.as_dict(4)
+
+
+def compare_sides(runs: dict[str, Run], checked: dict[str, dict[str, dict[str, float]]],
+                  truth: dict[str, dict[str, float]], gate: GateConfig) -> dict[str, Any]:
+    """Candidate - production on the truth (their `runs`, {"production" | "candidate": run}) and on each check
+    metric (`checked`: each side's per-query values on the day's judgments, {query: {metric: v}})."""
+    sides = (PRODUCTION_SYSTEM, CANDIDATE)
+    out = {TRUTH: compare(*(graded_ndcg(truth, runs[s], TRUTH_K) for s in sides), gate)}
+    for metric in METRICS:
+        out[metric] = compare(*({q: v[metric] for q, v in checked[s].items()} for s in sides), gate)
+    return out
 
 
 def night_comparison(keep: Path, qrels: dict[str, dict[str, int]], texts: dict[str, str],
@@ -58,16 +75,12 @@ def night_comparison(keep: Path, qrels: dict[str, dict[str, int]], texts: dict[s
     if PRODUCTION_SYSTEM not in systems or len(systems) != 2 or not (keep / HELDOUT).is_dir():
         return None
     candidate = next(s for s in systems if s != PRODUCTION_SYSTEM)
-    truth = truth_qrels(keep, qrels, texts)
-    out: dict[str, Any] = {"judgments": gate.newest_traffic.judgments, "candidate_system": candidate}
-    scored = {s: graded_ndcg(truth, read_run(folder / RUNS_DIR / f"{s}.trec"), 10) for s in systems}
-    out[TRUTH] = compare(scored[PRODUCTION_SYSTEM], scored[candidate], gate)
-    judged = {s: json.loads((folder / PER_QUERY_DIR / s / f"{gate.newest_traffic.judgments}.json").read_text())
-              for s in systems}
-    for metric in METRICS:
-        per = {s: {q: v[metric] for q, v in judged[s].items()} for s in systems}
-        out[metric] = compare(per[PRODUCTION_SYSTEM], per[candidate], gate)
-    return out
+    side = {PRODUCTION_SYSTEM: PRODUCTION_SYSTEM, candidate: CANDIDATE}
+    runs = {side[s]: read_run(folder / RUNS_DIR / f"{s}.trec") for s in systems}
+    checked = {side[s]: json.loads((folder / PER_QUERY_DIR / s / f"{gate.newest_traffic.judgments}.json").read_text())
+               for s in systems}
+    return {"judgments": gate.newest_traffic.judgments, "candidate_system": candidate,
+            **compare_sides(runs, checked, truth_qrels(read_day(keep), qrels, texts), gate)}
 
 
 def agreement(nights: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
