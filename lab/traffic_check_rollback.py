@@ -1,7 +1,8 @@
 """E96, the other direction: a candidate that is really worse. Night 0's bundle of a loop arm is put
 against each night's production on that night's held-out day, as the gate's newest-traffic check would
 see a rollback to it: candidate - production on the truth (the traffic's train qrels) and on each check
-metric (full list, condensed list) of the day's click-model judgments, under the gate's paired rule.
+metric (full list, condensed list) of the day's judgments (the gate's, and under by_judgments every set
+the night kept), under the gate's paired rule.
 
     python lab/traffic_check_rollback.py WORKSPACE [--data ../shared/data] [--out lab/results/...json]
 
@@ -39,15 +40,17 @@ def rollback_rows(work: Path, data: Path) -> list[dict]:
     for night in loop["nights"][2:]:
         keep = work / "nights" / str(night["night"])
         queries = traffic_truth.read_day(keep)
-        name = gate.newest_traffic.judgments
-        judged = read_graded_qrels(keep / traffic_truth.HELDOUT / Path(JUDGMENTS[name]).relative_to("heldout"))
+        judged = {name: read_graded_qrels(path) for name, rel in JUDGMENTS.items()
+                  if (path := keep / traffic_truth.HELDOUT / Path(rel).relative_to("heldout")).is_file()}
         runs = {traffic.PRODUCTION_SYSTEM: read_run(keep / traffic_truth.NEWEST / traffic.RUNS_DIR
                                                     / f"{traffic.PRODUCTION_SYSTEM}.trec"),
                 traffic_truth.CANDIDATE: traffic.bundle_run(ctx, night0, "hybrid_fast", queries)}
-        day = HeldoutDay(night["day"], queries, {name: judged})
-        checked = {side: traffic.score_run(day, run)[name] for side, run in runs.items()}
+        scored = {side: traffic.score_run(HeldoutDay(night["day"], queries, judged), run) for side, run in runs.items()}
+        checked = {name: {side: scored[side][name] for side in runs} for name in judged}
         row = {"night": night["night"], "production": night["version"],
-               **traffic_truth.compare_sides(runs, checked, traffic_truth.truth_qrels(queries, qrels, texts), gate)}
+               **traffic_truth.compare_sides(runs, checked[gate.newest_traffic.judgments],
+                                             traffic_truth.truth_qrels(queries, qrels, texts), gate),
+               "by_judgments": {name: traffic_truth.compare_checks(c, gate) for name, c in checked.items()}}
         rows.append(row)
         print(json.dumps(row), flush=True)
     return rows
@@ -63,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     atomic_write_json(args.out, {"question": "E96: does the newest-traffic check block a candidate that is really worse?",
                                  "command": " ".join(["python", *sys.argv]),
                                  "candidate": "night 0's bundle (hybrid_fast)", "rows": rows,
-                                 "agreement": traffic_truth.agreement(rows)})
+                                 "agreement": traffic_truth.agreement(rows),
+                                 "by_judgments": traffic_truth.agreements(rows)})
     return 0
 
 

@@ -30,7 +30,9 @@ def _night(keep, candidate_order: list[str]):
     qrels = {f"q{i}": {"new": 2, "a": 1} for i in range(QUERIES)}
     keys = {f"k{i}": texts[f"q{i}"] for i in range(QUERIES)}
     judged = {k: {"a": 0.8, "b": 0.1, "c": 0.05} for k in keys}
-    day = HeldoutDay("2026-12-04", keys, {"click_model": judged, "coec": judged})
+    # ips judges a shown-never-clicked d too: on the full list the candidate leaves it out, as production ranks it 4th
+    day = HeldoutDay("2026-12-04", keys, {"click_model": judged, "coec": judged,
+                                          "ips": {k: {**v, "d": 0.0} for k, v in judged.items()}})
     production = {k: _run(["a", "b", "c", "d"]) for k in keys}
     candidate = {k: _run(candidate_order) for k in keys}
     out = keep / "evaluate_out"
@@ -57,8 +59,16 @@ def test_a_new_relevant_document_is_blocked_by_the_full_list_and_passed_by_the_c
     agree = traffic_truth.agreement([{"night": 2, **got}])
     assert agree["ndcg@10"] == {"nights": 1, "agree": 0, "blocked_not_worse": 1, "passed_worse": 0}
     assert agree["condensed_ndcg@10"] == {"nights": 1, "agree": 1, "blocked_not_worse": 0, "passed_worse": 0}
-    lines = "\n".join(traffic_truth.markdown({"nights": [{"night": 2, **got}], "agreement": agree}))
+    # every judgment set the night kept, paired on the same runs; the gate's own is the one above
+    assert set(got["by_judgments"]) == {"click_model", "coec", "ips"}
+    assert got["by_judgments"]["click_model"] == {m: got[m] for m in traffic.METRICS}
+    by = traffic_truth.agreements([{"night": 2, **got}])
+    assert by["ips"]["ndcg@10"]["blocked_not_worse"] == 1 and by["ips"]["condensed_ndcg@10"]["agree"] == 1
+    lines = "\n".join(traffic_truth.markdown({"nights": [{"night": 2, **got}], "agreement": agree, "by_judgments": by}))
     assert "| 2 | +0." in lines and "**blocks** | +0.0000" in lines
+    assert "| ips | condensed_ndcg@10 | 1 of 1 | 0 | 0 |" in lines and "| coec | ndcg@10 | 0 of 1 | 1 | 0 |" in lines
+    on_coec = GateConfig(newest_traffic=NewestTrafficConfig(judgments="coec", margin=0.01))
+    assert traffic_truth.night_comparison(tmp_path, qrels, texts, on_coec)["judgments"] == "coec"
     assert "ndcg@10: the same verdict as the truth on 0 of 1 nights; blocked a candidate the truth does not " \
            "find worse on 1" in lines
 

@@ -179,6 +179,8 @@ def test_window_pairs_judgments_and_propensities(nfcorpus_ctx, slice_material, t
     ips = [json.loads(line) for line in (out / feedback.IPS_PAIRS).open()]
     naive = [json.loads(line) for line in (out / feedback.NAIVE_PAIRS).open()]
     assert ips and len(ips) == len(naive) == metrics["ips_pairs"]
+    # random orders identify every rank: every held-out click gets its IPS weight, none is left out
+    assert metrics["ips_judgments"]["judgments"] > 0 and metrics["ips_judgments"]["left_out"] == {}
     heldout_clients = {f"client-{_day(1)}-{n}" for n in range(17)}
     assert not {p["client_id"] for p in ips} & heldout_clients  # the held-out day never trains
     assert all(1.0 <= p["weight"] <= 10.0 for p in ips) and all(p["weight"] == 1.0 for p in naive)
@@ -192,7 +194,7 @@ def test_window_pairs_judgments_and_propensities(nfcorpus_ctx, slice_material, t
         assert abs(table[pos]["relative"] - THETA[pos - 1] / THETA[0]) < 0.12, (pos, table[pos])
 
     heldout_ids = {json.loads(line)["_id"] for line in (out / feedback.HELDOUT_QUERIES).open()}
-    for name in (feedback.COEC_QRELS, feedback.CLICK_MODEL_QRELS):
+    for name in (feedback.COEC_QRELS, feedback.CLICK_MODEL_QRELS, feedback.IPS_QRELS):
         rows = [line.split("\t") for line in (out / name).read_text().splitlines()[1:]]
         assert rows and {r[0] for r in rows} <= heldout_ids and {r[1] for r in rows} <= set(docs)
         assert any(float(r[2]) > 0 for r in rows)  # not all zero
@@ -416,7 +418,7 @@ def test_forget_leaves_no_record_of_the_client(nfcorpus_ctx, slice_material, tmp
     for path in [*logs.rglob("*.jsonl"), *(p for p in out.rglob("*") if p.is_file())]:
         assert client not in path.read_text(), path
     for name in (feedback.IPS_PAIRS, feedback.NAIVE_PAIRS, feedback.SHOWN_FILE, feedback.COEC_QRELS,
-                 feedback.CLICK_MODEL_QRELS, feedback.HELDOUT_QUERIES, feedback.PROPENSITIES, feedback.REJECTS):
+                 feedback.CLICK_MODEL_QRELS, feedback.IPS_QRELS, feedback.HELDOUT_QUERIES, feedback.PROPENSITIES, feedback.REJECTS):
         assert (out / name).read_text() == (expected.stage_dir("feedback") / name).read_text(), name
     after = read_manifest(out)["metrics"]
     assert after["rejected"] == 0 and after["train_sessions"] < before["train_sessions"]

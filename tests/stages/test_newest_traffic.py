@@ -65,6 +65,7 @@ def _write_heldout(ctx: StageContext, queries: dict[str, str], judgments: dict[t
                                    [{"_id": k, "text": t} for k, t in sorted(queries.items())])
         feedback_stage.write_qrels(out / feedback_stage.CLICK_MODEL_QRELS, judgments)
         feedback_stage.write_qrels(out / feedback_stage.COEC_QRELS, {k: 2.0 * v for k, v in judgments.items()})
+        feedback_stage.write_qrels(out / feedback_stage.IPS_QRELS, {k: 3.0 * v for k, v in judgments.items()})
         manifest["metrics"] = {"status": "ok", "window": {"train": ["2026-12-03"], "heldout": DAY}}
 
 
@@ -112,7 +113,7 @@ def test_a_candidate_the_newest_clicks_rank_worse_is_blocked_naming_the_check(wo
     assert cand["judged@10"] == 0.0 < prod["judged@10"] and cand["condensed_ndcg@10"] > cand["ndcg@10"]
     assert section["metrics"] == [*traffic.METRICS, traffic.JUDGED]
     folder = traffic.scores_dir(ctx.stage_dir("evaluate")) / "per_query"
-    assert {p.name for p in (folder / OTHER_MODE).iterdir()} == {"click_model.json", "coec.json"}
+    assert {p.name for p in (folder / OTHER_MODE).iterdir()} == {"click_model.json", "coec.json", "ips.json"}
     assert (folder / traffic.PRODUCTION_SYSTEM / "coec.json").is_file()
     runs = traffic.scores_dir(ctx.stage_dir("evaluate")) / traffic.RUNS_DIR  # what each side returned
     for system in (OTHER_MODE, traffic.PRODUCTION_SYSTEM):
@@ -161,7 +162,8 @@ def test_no_feedback_logs_skip_the_check_with_the_reason(repo_root, shared_data,
 
 def test_the_evaluate_stage_reads_the_files_the_feedback_stage_writes():
     assert heldout.HELDOUT_QUERIES == feedback_stage.HELDOUT_QUERIES
-    assert heldout.JUDGMENTS == {"click_model": feedback_stage.CLICK_MODEL_QRELS, "coec": feedback_stage.COEC_QRELS}
+    assert heldout.JUDGMENTS == {"click_model": feedback_stage.CLICK_MODEL_QRELS, "coec": feedback_stage.COEC_QRELS,
+                                 "ips": feedback_stage.IPS_QRELS}
 
 
 def test_production_on_another_corpus_skips_and_a_damaged_one_blocks(repo_root, shared_data, tmp_path,

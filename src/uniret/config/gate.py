@@ -12,7 +12,8 @@ class NewestTrafficConfig:
     query, under the paired non-inferiority rule (gate.regression_confidence, regression_resamples)."""
 
     enabled: bool = True  # false: the check is listed as skipped (off), never run
-    judgments: Literal["click_model", "coec"] = "click_model"  # the held-out day's qrels the metric is on
+    # the held-out day's qrels the metric is on; ips: the counterfactual click rate (uniret.clicks.judgments)
+    judgments: Literal["click_model", "coec", "ips"] = "click_model"
     # graded nDCG with gain = the judgment, on the condensed list or the full one (uniret.evaluation.graded);
     # the full list blocked every candidate that learned in the loop (E96)
     metric: Literal["ndcg@10", "condensed_ndcg@10"] = "condensed_ndcg@10"

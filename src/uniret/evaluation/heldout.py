@@ -1,7 +1,7 @@
 """The feedback stage's held-out day, as the evaluate stage reads it (artifacts/feedback).
 
 Paths and formats are those uniret.stages.feedback writes (its HELDOUT_QUERIES, COEC_QRELS,
-CLICK_MODEL_QRELS; a test holds the two in step): the day's distinct queries in BEIR's query format
+CLICK_MODEL_QRELS, IPS_QRELS; a test holds the two in step): the day's distinct queries in BEIR's query format
 and click-derived judgments as BEIR qrels TSV with real-valued scores. A bad line is an error naming
 the file, the line and the field.
 """
@@ -18,7 +18,8 @@ from uniret.core.errors import DataError, DataProblem
 from uniret.evaluation.graded import GradedQrels
 
 HELDOUT_QUERIES = "heldout/queries.jsonl"
-JUDGMENTS = {"click_model": "heldout/qrels/click_model.tsv", "coec": "heldout/qrels/coec.tsv"}
+JUDGMENTS = {"click_model": "heldout/qrels/click_model.tsv", "coec": "heldout/qrels/coec.tsv",
+             "ips": "heldout/qrels/ips.tsv"}
 MANIFEST = "manifest.json"
 
 

@@ -3,17 +3,19 @@
 The evaluate stage scores the candidate's bundle and production's with it; the gate pairs the two
 per query (uniret.registry.traffic_check). Written under artifacts/evaluate/newest_traffic/ in the
 evaluate stage's layout, one pseudo-dataset per judgment set:
-  per_query/<system>/<judgments>.json   {query: {metric: v}}   (judgments: click_model, coec)
+  per_query/<system>/<judgments>.json   {query: {metric: v}}   (judgments: click_model, coec, ips)
   runs/<system>.trec                    the system's top RUN_DEPTH on the day's queries (TREC run format)
 with system the candidate's served mode and "production". The held-out queries are searched on the
 train dataset's corpus: click judgments name its doc ids. Metrics (uniret.evaluation.graded): nDCG@10
 with unjudged documents as 0, nDCG@10 on the condensed list (unjudged documents removed), and the
 share of the top 10 with a judgment; gate.newest_traffic.metric picks the one the gate pairs.
 
-No counterfactual click metric is computed yet. The cheap one, the click model's expected clicks
-(sum over ranks of examination x relevance), needs an examination propensity at every rank 1-10, and
-the feedback stage leaves a rank without one when no swap links it to rank 1 (one ranker and no
-RandPair: most nights), so the metric would be undefined on exactly the nights it is wanted.
+The counterfactual click metric is the same nDCG on the `ips` judgments: with the IPS click rate
+(uniret.clicks.judgments, weighted by the training days' propensities) as the gain, DCG@10 is the
+inverse-propensity estimate of the discounted clicks a ranking would collect from the day's users
+(Joachims et al., WSDM 2017), normalised per query by the best ordering of the same gains. Clicks at a
+rank no swap links to rank 1 cannot be weighted; their pairs are left unjudged (the feedback manifest
+counts them): on a night without RandPair or a canary the metric covers fewer pairs, none weighted by a guess.
 """
 
 from __future__ import annotations

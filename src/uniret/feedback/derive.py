@@ -4,7 +4,8 @@ Training days: impressions (one per logged answer), the examination propensities
 1..depth by intervention harvesting of the lists shown on the same day (feedback.harvest_within, E79:
 RandPair's swaps, a canary's interleaving; moves between bundles trained on the clicks are biased, E68) in the window (EM's
 estimate beside it, for comparison only: it is biased at these volumes, E63), and one positive per
-click, IPS-weighted (clipped; clicks at a rank no swap identifies are left out, counted) and naive. Held-out day: COEC and the click model's relevance as judgments.
+click, IPS-weighted (clipped; clicks at a rank no swap identifies are left out, counted) and naive. Held-out day: COEC,
+the click model's relevance and the IPS click rate (weighted by the training days' propensities) as judgments.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from uniret.clicks.harvest import Within, harvest_propensities
 from uniret.clicks.harvest_intervals import Intervals, propensity_intervals
-from uniret.clicks.judgments import CoecJudgments, click_model_judgments, coec
+from uniret.clicks.judgments import CoecJudgments, IpsJudgments, click_model_judgments, coec, ips_judgments
 from uniret.clicks.pairs import PairSet, ips_pairs, naive_pairs
 from uniret.clicks.pbm import PbmFit, fit_pbm
 from uniret.clicks.propensity import Propensities
@@ -43,6 +44,7 @@ class Derived:
     heldout_relevance: dict[tuple[str, str], float] = field(default_factory=dict)
     estimators: list[str | None] = field(default_factory=list)  # per rank: "harvest", or None (not identified)
     intervals: Intervals | None = None  # the harvest's bootstrap interval per rank (feedback.propensity_bootstrap)
+    heldout_ips: IpsJudgments | None = None  # the held-out day's IPS click rates (None: no held-out day)
 
     def half_width_max(self) -> float | None:
         """The widest half of a propensity's 95% interval (None without intervals), rounded as the table."""
@@ -87,6 +89,8 @@ def derive(train: Sessions, heldout: Sessions, depth: int, em_iterations: int, c
     ips = ips_pairs(train, props, clip) if props is not None else PairSet([], {"no propensities": 1})
     naive = naive_pairs(train, depth)
     judged = coec(heldout, depth, coec_min_impressions) if len(heldout) else None
+    # the training days' propensities weight the held-out day's clicks: never estimated on the clicks they weight
+    ips_judged = ips_judgments(heldout, props, depth, clip) if len(heldout) else None
     relevance: dict[tuple[str, str], float] = {}
     if len(heldout):
         try:
@@ -101,4 +105,4 @@ def derive(train: Sessions, heldout: Sessions, depth: int, em_iterations: int, c
             notes.append(f"95% interval up to +-{wide:.2f} at a rank ({bootstrap_rounds} resamples of the query "
                          "texts): the IPS weights are no surer than that")
     return Derived(props, "; ".join(notes) or "estimated on the training days", em, ctr, ips, naive, judged,
-                   relevance, estimators, intervals)
+                   relevance, estimators, intervals, ips_judged)

@@ -176,7 +176,8 @@ def traffic_check(work: Path, nights: list[dict[str, Any]], traffic, gate) -> di
     None when no night kept its newest traffic."""
     rows = [{"night": n["night"], **c} for n in nights
             if (c := traffic_truth.night_comparison(work / "nights" / str(n["night"]), *traffic, gate))]
-    return {"nights": rows, "agreement": traffic_truth.agreement(rows)} if rows else None
+    return ({"nights": rows, "agreement": traffic_truth.agreement(rows), "by_judgments": traffic_truth.agreements(rows)}
+            if rows else None)
 
 
 def _max_error(table: list[dict[str, Any]], truth) -> float | None:

@@ -7,7 +7,9 @@ two runs (kept by the loop under nights/<n>/newest_traffic/runs/) can also be sc
 whether the candidate ranks better for that day's users. Per night, candidate - production on the
 truth and on each metric the check can pair (the full list, the condensed list), each under the gate's
 paired rule (gate.newest_traffic.margin, gate.regression_confidence): a check that blocks where the truth
-says "not worse" blocks learning, one that passes where the truth says "worse" ships a regression.
+says "not worse" blocks learning, one that passes where the truth says "worse" ships a regression. The
+gate's judgment set gives the table; every set the night kept (click_model, coec, ips) is paired on the
+same runs under by_judgments.
 """
 
 from __future__ import annotations
@@ -55,21 +57,26 @@ def compare(production: dict[str, float], candidate: dict[str, float], gate: Gat
     return test.as_dict(4)
 
 
+def compare_checks(checked: dict[str, dict[str, dict[str, float]]], gate: GateConfig) -> dict[str, Any]:
+    """Candidate - production on each check metric (`checked`: each side's per-query values on one judgment
+    set of the day, {"production" | "candidate": {query: {metric: v}}})."""
+    sides = (PRODUCTION_SYSTEM, CANDIDATE)
+    return {metric: compare(*({q: v[metric] for q, v in checked[s].items()} for s in sides), gate) for metric in METRICS}
+
+
 def compare_sides(runs: dict[str, Run], checked: dict[str, dict[str, dict[str, float]]],
                   truth: dict[str, dict[str, float]], gate: GateConfig) -> dict[str, Any]:
     """Candidate - production on the truth (their `runs`, {"production" | "candidate": run}) and on each check
-    metric (`checked`: each side's per-query values on the day's judgments, {query: {metric: v}})."""
+    metric of one judgment set (compare_checks)."""
     sides = (PRODUCTION_SYSTEM, CANDIDATE)
-    out = {TRUTH: compare(*(graded_ndcg(truth, runs[s], TRUTH_K) for s in sides), gate)}
-    for metric in METRICS:
-        out[metric] = compare(*({q: v[metric] for q, v in checked[s].items()} for s in sides), gate)
-    return out
+    return {TRUTH: compare(*(graded_ndcg(truth, runs[s], TRUTH_K) for s in sides), gate), **compare_checks(checked, gate)}
 
 
 def night_comparison(keep: Path, qrels: dict[str, dict[str, int]], texts: dict[str, str],
                      gate: GateConfig) -> dict[str, Any] | None:
     """Candidate - production on the night's held-out day: on the truth and on each check metric of the
-    gate's judgments, each with the gate's verdict; None when the night kept no scored newest traffic."""
+    gate's judgments, each with the gate's verdict, and under `by_judgments` on every judgment set the
+    night kept (the same runs); None when the night kept no scored newest traffic."""
     folder = keep / NEWEST
     systems = sorted(p.stem for p in (folder / RUNS_DIR).glob("*.trec")) if (folder / RUNS_DIR).is_dir() else []
     if PRODUCTION_SYSTEM not in systems or len(systems) != 2 or not (keep / HELDOUT).is_dir():
@@ -77,23 +84,34 @@ def night_comparison(keep: Path, qrels: dict[str, dict[str, int]], texts: dict[s
     candidate = next(s for s in systems if s != PRODUCTION_SYSTEM)
     side = {PRODUCTION_SYSTEM: PRODUCTION_SYSTEM, candidate: CANDIDATE}
     runs = {side[s]: read_run(folder / RUNS_DIR / f"{s}.trec") for s in systems}
-    checked = {side[s]: json.loads((folder / PER_QUERY_DIR / s / f"{gate.newest_traffic.judgments}.json").read_text())
-               for s in systems}
-    return {"judgments": gate.newest_traffic.judgments, "candidate_system": candidate,
-            **compare_sides(runs, checked, truth_qrels(read_day(keep), qrels, texts), gate)}
+    kept = sorted(p.stem for p in (folder / PER_QUERY_DIR / PRODUCTION_SYSTEM).glob("*.json"))
+    checked = {name: {side[s]: json.loads((folder / PER_QUERY_DIR / s / f"{name}.json").read_text()) for s in systems}
+               for name in kept}
+    gated = gate.newest_traffic.judgments
+    return {"judgments": gated, "candidate_system": candidate,
+            **compare_sides(runs, checked[gated], truth_qrels(read_day(keep), qrels, texts), gate),
+            "by_judgments": {name: compare_checks(c, gate) for name, c in checked.items()}}
 
 
-def agreement(nights: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    """Per check metric: nights where the check and the truth give the same verdict, the check blocks a
-    candidate the truth does not find worse (learning lost), and passes one the truth finds worse."""
+def agreement(nights: list[dict[str, Any]], judgments: str | None = None) -> dict[str, dict[str, int]]:
+    """Per check metric (of the gate's judgments, or of `judgments` under each night's by_judgments): nights
+    where the check and the truth give the same verdict, the check blocks a candidate the truth does not find
+    worse (learning lost), and passes one the truth finds worse."""
     out = {}
     for metric in METRICS:
-        rows = [n for n in nights if n.get(metric)]
+        rows = [(c, n[TRUTH]) for n in nights
+                if (c := (n if judgments is None else (n.get("by_judgments") or {}).get(judgments, {})).get(metric))]
         out[metric] = {"nights": len(rows),
-                       "agree": sum(n[metric]["worse"] == n[TRUTH]["worse"] for n in rows),
-                       "blocked_not_worse": sum(n[metric]["worse"] and not n[TRUTH]["worse"] for n in rows),
-                       "passed_worse": sum(not n[metric]["worse"] and n[TRUTH]["worse"] for n in rows)}
+                       "agree": sum(c["worse"] == t["worse"] for c, t in rows),
+                       "blocked_not_worse": sum(c["worse"] and not t["worse"] for c, t in rows),
+                       "passed_worse": sum(not c["worse"] and t["worse"] for c, t in rows)}
     return out
+
+
+def agreements(nights: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, int]]]:
+    """agreement() for every judgment set some night kept, {judgments: {metric: counts}}."""
+    names = sorted({name for n in nights for name in n.get("by_judgments") or {}})
+    return {name: agreement(nights, name) for name in names}
 
 
 def markdown(entry: dict[str, Any]) -> list[str]:
@@ -117,4 +135,10 @@ def markdown(entry: dict[str, Any]) -> list[str]:
         lines.append(f"\n{metric}: the same verdict as the truth on {a['agree']} of {a['nights']} nights; blocked a "
                      f"candidate the truth does not find worse on {a['blocked_not_worse']}, passed one it finds worse "
                      f"on {a['passed_worse']}.")
+    if by := entry.get("by_judgments"):
+        lines += ["", "Every judgment set of the day, the same runs (ips: the IPS click rate, the counterfactual one):", "",
+                  "| judgments | metric | same verdict as the truth | blocked, truth not worse | passed, truth worse |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {name} | {metric} | {a['agree']} of {a['nights']} | {a['blocked_not_worse']} | {a['passed_worse']} |"
+                  for name, per in by.items() for metric, a in per.items()]
     return lines

@@ -14,7 +14,8 @@ reasons, and the stage fails only when a span's reject share passes feedback.rej
   pairs/shown.jsonl      how often each (query text, doc) was shown within depth on the training days
   train_queries.jsonl    the training days' distinct logged query texts, with their counts
   heldout/queries.jsonl  the held-out day's distinct queries (_id = uniret.feedback.derive.query_key)
-  heldout/qrels/coec.tsv, heldout/qrels/click_model.tsv   click-derived judgments of the held-out day
+  heldout/qrels/coec.tsv, heldout/qrels/click_model.tsv, heldout/qrels/ips.tsv   click-derived judgments of
+                         the held-out day (ips: the IPS click rate, weighted by the training days' propensities)
 With no logs (feedback.log_dir null, or no closed span) it writes only its manifest, saying so.
 
 The manifest also names the production version the continual stage will warm-start from when its
@@ -61,6 +62,7 @@ NAIVE_PAIRS = PAIR_FILES["naive"]
 HELDOUT_QUERIES = "heldout/queries.jsonl"
 COEC_QRELS = "heldout/qrels/coec.tsv"
 CLICK_MODEL_QRELS = "heldout/qrels/click_model.tsv"
+IPS_QRELS = "heldout/qrels/ips.tsv"
 QRELS_HEADER = "query-id\tcorpus-id\tscore\n"
 WARM_STAGE = "continual"  # the training stage dvc.yaml gives artifacts/feedback (and so production's version)
 
@@ -218,6 +220,7 @@ def derive_window(ctx: StageContext, window: Window) -> dict[str, Any]:
         "ips_left_out": got.ips.left_out,
         "heldout_queries": len({s.query_key for s in heldout}),
         "coec_judgments": len(coec), "click_model_judgments": len(got.heldout_relevance),
+        "ips_judgments": got.heldout_ips.summary() if got.heldout_ips else None,
         "propensities": table,
         "propensity_half_width_max": got.half_width_max(),
         "propensities_status": got.propensity_note if window.train else "not estimated: no training span",
@@ -244,6 +247,7 @@ def derive_window(ctx: StageContext, window: Window) -> dict[str, Any]:
         write_jsonl(out / HELDOUT_QUERIES, [{"_id": k, "text": t} for k, t in sorted(texts.items())])
         write_qrels(out / COEC_QRELS, coec)
         write_qrels(out / CLICK_MODEL_QRELS, got.heldout_relevance)
+        write_qrels(out / IPS_QRELS, got.heldout_ips.ratings if got.heldout_ips else {})
         manifest["metrics"] = metrics
         manifest["production_start"] = start
     (ctx.artifacts / FAILED_REJECTS).unlink(missing_ok=True)  # a failed run's rejects: superseded by rejects.jsonl
