@@ -251,3 +251,28 @@ def test_a_failed_candidate_is_not_reloaded_at_every_poll(tmp_path):
     assert serving.draw("v1") is None
     serving.sync(retry=True)
     assert len(calls) == 2
+
+
+def test_canary_seed_replays_the_interleaving_draws_of_every_app(tiny_bundle, repo_root, tmp_path):
+    """canary.seed seeds the draws of each serving process alike (which searches, team draft's coin), so a
+    simulation's rerun interleaves the same searches; null leaves them to the OS."""
+    from uniret.config import load_params
+    from uniret.serving.app import create_app
+    from uniret.serving.settings import settings_from_params
+
+    params = tmp_path / "params.yaml"
+    raw = yaml.safe_load((repo_root / "params.yaml").read_text())
+    draws = {}
+    for name, seed in (("a", 8), ("b", 8), ("c", 9), ("os", None)):
+        raw["canary"]["seed"] = seed
+        params.write_text(yaml.safe_dump(raw))
+        settings = settings_from_params(load_params(params, "tiny"), bundle=str(tiny_bundle))
+        assert settings.canary_seed == seed
+        serving = create_app(settings, loader=lambda path: {}).state.canary
+        serving.plan = {"production": "v1", "share": 0.5}
+        docs = [f"d{i}" for i in range(10)]
+        draws[name] = [(serving.draw("v1") is not None, serving.interleave([(d, 1.0) for d in docs],
+                                                                           [(d, 1.0) for d in docs[::-1]], 10)[1].teams)
+                       for _ in range(50)]
+    assert draws["a"] == draws["b"] and draws["a"] != draws["c"]
+    assert any(d for d, _ in draws["a"]) and not all(d for d, _ in draws["a"])

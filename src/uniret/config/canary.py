@@ -19,6 +19,9 @@ class CanaryConfig:
     max_hours: float = 72.0  # past this without enough impressions: rolled back (production stays)
     rule: str = "non_inferior"  # non_inferior: promote unless significantly worse; superior: only if better
     alpha: float = 0.025  # one-sided level of the rule's interval
+    # seeds serving's interleaving draws (which searches, team draft's coin), every process alike; null:
+    # from the OS. Simulations set it so a rerun interleaves the same searches (as feedback.randpair_seed)
+    seed: int | None = None
 
     def validate(self) -> None:
         if not 0.0 < self.share <= 1.0:

@@ -95,6 +95,7 @@ def write_params(cfg: LoopConfig) -> Path:
                  # no carve of the traffic domain's train labels: only the skyline may read them
                  "dev": {"fraction": 0.0}},
         "feedback": {"log_dir": str(cfg.work / "logs"), "randpair_share": cfg.randpair_share, "randpair_seed": cfg.seed},
+        "canary": {"seed": cfg.seed},  # the interleaving draws replay too
         "index": {"static_query": static},
         "registry": {"root": str(cfg.work / "registry"), "dvc_push": False, "serve_url": None},
         "serve": {"watch_interval_s": 0.0, "workers": 1},

@@ -42,6 +42,7 @@ import asyncio
 import functools
 import hmac
 import logging
+import random
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -164,7 +165,8 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
     verified_loader = source.verified_loader(loader or default_loader)
     state = ServingState(verified_loader, cfg.probe_query, cfg.default_mode)
     # a running canary's candidate, loaded beside production (docs/gate-registry.md#canary)
-    canary = CanaryServing(source.registry_root, verified_loader, cfg.probe_query, cfg.default_mode, metrics)
+    canary = CanaryServing(source.registry_root, verified_loader, cfg.probe_query, cfg.default_mode, metrics,
+                           random.Random(settings.canary_seed))
     metrics.track(lambda: state.current, source.registry_root)  # the alerts' gauges (docs/monitoring.md)
     search_pools = SearchPools(cfg.search_threads(), cfg.gil_searches)
     admin_pool = ThreadPoolExecutor(1, thread_name_prefix="uniret-admin")
@@ -221,6 +223,7 @@ def create_app(settings: ServingSettings, loader: Loader | None = None) -> FastA
                   lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.serving = state
     app.state.metrics = metrics
+    app.state.canary = canary
     app.add_middleware(BodySizeLimit, limit=cfg.max_body_bytes)
 
     @app.exception_handler(RequestValidationError)

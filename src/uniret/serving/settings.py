@@ -30,6 +30,7 @@ class ServingSettings:
     engine: str = "local"  # local: the bundle's own structures in this process; milvus: a Milvus collection
     milvus: MilvusConfig | None = None  # the `milvus` section (uri from --uri) when engine is milvus
     feedback: FeedbackConfig | None = None  # the `feedback` section: UBI logging (None or log_dir null: off)
+    canary_seed: int | None = None  # canary.seed: the interleaving draws (None: from the OS)
 
 
 def settings_from_params(
@@ -82,5 +83,6 @@ def settings_from_params(
         feedback.validate()
         if feedback.log_dir:
             feedback = replace(feedback, log_dir=str(resolve_path(params, feedback.log_dir)))
+    canary_seed = params.section("canary").seed if "canary" in params.raw else None
     return ServingSettings(serve=serve, source=source, admin_token=token, retrieval=retrieval,
-                           engine=engine or "local", milvus=milvus, feedback=feedback)
+                           engine=engine or "local", milvus=milvus, feedback=feedback, canary_seed=canary_seed)
