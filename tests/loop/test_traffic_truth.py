@@ -84,3 +84,16 @@ def test_a_candidate_that_buries_the_clicked_document_is_blocked_by_both(tmp_pat
 
 def test_a_night_without_kept_newest_traffic_is_left_out(tmp_path):
     assert traffic_truth.night_comparison(tmp_path, {}, {}, GATE) is None
+
+
+def test_a_judgment_set_that_judged_no_query_is_left_out_of_that_night(tmp_path):
+    qrels, texts = _night(tmp_path, ["new", "a", "b", "c"])
+    empty = {traffic.PRODUCTION_SYSTEM: {}, traffic_truth.CANDIDATE: {}}
+    assert traffic_truth.compare_checks(empty, GATE) == {}
+    for system in ("hybrid_fast", traffic.PRODUCTION_SYSTEM):  # ips judged nothing that day
+        (tmp_path / traffic_truth.NEWEST / "per_query" / system / "ips.json").write_text("{}")
+    got = traffic_truth.night_comparison(tmp_path, qrels, texts, GATE)
+    assert got["by_judgments"]["ips"] == {} and got["by_judgments"]["coec"]
+    assert traffic_truth.agreements([{"night": 2, **got}])["ips"]["ndcg@10"]["nights"] == 0
+    on_ips = GateConfig(newest_traffic=NewestTrafficConfig(judgments="ips", margin=0.01))
+    assert traffic_truth.night_comparison(tmp_path, qrels, texts, on_ips) is None

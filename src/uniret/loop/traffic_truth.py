@@ -59,8 +59,11 @@ def compare(production: dict[str, float], candidate: dict[str, float], gate: Gat
 
 def compare_checks(checked: dict[str, dict[str, dict[str, float]]], gate: GateConfig) -> dict[str, Any]:
     """Candidate - production on each check metric (`checked`: each side's per-query values on one judgment
-    set of the day, {"production" | "candidate": {query: {metric: v}}})."""
+    set of the day, {"production" | "candidate": {query: {metric: v}}}); {} when the set judged no query
+    (e.g. ips on a night whose training days gave no propensities)."""
     sides = (PRODUCTION_SYSTEM, CANDIDATE)
+    if not set(checked[PRODUCTION_SYSTEM]) & set(checked[CANDIDATE]):
+        return {}
     return {metric: compare(*({q: v[metric] for q, v in checked[s].items()} for s in sides), gate) for metric in METRICS}
 
 
@@ -76,7 +79,7 @@ def night_comparison(keep: Path, qrels: dict[str, dict[str, int]], texts: dict[s
                      gate: GateConfig) -> dict[str, Any] | None:
     """Candidate - production on the night's held-out day: on the truth and on each check metric of the
     gate's judgments, each with the gate's verdict, and under `by_judgments` on every judgment set the
-    night kept (the same runs); None when the night kept no scored newest traffic."""
+    night kept (the same runs); None when the night kept no scored newest traffic on the gate's judgments."""
     folder = keep / NEWEST
     systems = sorted(p.stem for p in (folder / RUNS_DIR).glob("*.trec")) if (folder / RUNS_DIR).is_dir() else []
     if PRODUCTION_SYSTEM not in systems or len(systems) != 2 or not (keep / HELDOUT).is_dir():
@@ -88,6 +91,8 @@ def night_comparison(keep: Path, qrels: dict[str, dict[str, int]], texts: dict[s
     checked = {name: {side[s]: json.loads((folder / PER_QUERY_DIR / s / f"{name}.json").read_text()) for s in systems}
                for name in kept}
     gated = gate.newest_traffic.judgments
+    if gated not in checked or not compare_checks(checked[gated], gate):
+        return None
     return {"judgments": gated, "candidate_system": candidate,
             **compare_sides(runs, checked[gated], truth_qrels(read_day(keep), qrels, texts), gate),
             "by_judgments": {name: compare_checks(c, gate) for name, c in checked.items()}}
