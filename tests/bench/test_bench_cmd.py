@@ -81,6 +81,9 @@ def test_http_section_served_every_level_without_failures(bench_out, repo_root):
     # the figures say which server made them: its workers (serve.workers) and the mode /readyz named
     assert http["workers"] == load_params(repo_root / "params.yaml", "tiny").section("serve").workers
     assert http["served_mode"] in bench_out[0]["modes"]
+    # each mode warmed at the highest concurrency first, so every worker (and its JVM) is warm (E98)
+    assert http["warmup"] == {"clients": max(cfg.http.concurrency), "failed": 0,
+                              "requests_per_mode": [cfg.http.warmup_requests] * 2}
     for row in http["levels"].values():
         assert row["failed"] == 0 and 0 < row["n"] <= 48 and row["p95_ms"] > 0
     # each level in rounds, the served and reference modes taking turns on new connections

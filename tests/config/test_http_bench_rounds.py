@@ -1,4 +1,4 @@
-"""bench.http.rounds: between 1 and the level's requests (each round sends at least one)."""
+"""bench.http.rounds: between 1 and the level's requests (each round sends at least one); warmup_requests >= 0."""
 
 from __future__ import annotations
 
@@ -21,3 +21,9 @@ def test_rounds_outside_one_to_the_requests_are_refused(rounds):
 def test_one_round_and_as_many_as_requests_are_taken():
     _cfg(1).validate()
     _cfg(10).validate()
+
+
+def test_a_negative_warmup_is_refused():
+    with pytest.raises(ValueError, match="warmup_requests must be >= 0"):
+        HttpBenchConfig(concurrency=[1], requests_per_level=10, max_seconds=5.0, startup_timeout_s=60.0, rounds=1,
+                        warmup_requests=-1).validate()

@@ -122,8 +122,12 @@ def http_latency(bundle_dir: Path, params: Path, profile: str | None, queries: l
     with LocalServer(["--bundle", str(bundle_dir)], params, profile) as server:
         server.start(cfg.startup_timeout_s)
         out["served_mode"] = cfg.mode or (server.ready.get("bundle") or {}).get("default_mode")
-        for mode in modes:  # warm each mode's paths
-            run_load(LOOPBACK, server.port, 1, bodies(mode), max(warmup, 1), cfg.max_seconds)
+        # warm each mode's paths in every worker (one client's connection lands on one worker), Lucene's JIT too
+        warm_clients, warm_requests = max(cfg.concurrency), max(warmup, cfg.warmup_requests, 1)
+        warmed = [run_load(LOOPBACK, server.port, warm_clients, bodies(mode), warm_requests, cfg.max_seconds)
+                  for mode in modes]
+        out["warmup"] = {"clients": warm_clients, "requests_per_mode": [len(r.statuses) + len(r.errors) for r in warmed],
+                         "failed": sum(r.failed for r in warmed)}
         if cfg.reference_mode:
             out["reference"] = {"mode": cfg.reference_mode, "levels": {}}
         for clients in cfg.concurrency:

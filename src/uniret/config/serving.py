@@ -105,8 +105,13 @@ class HttpBenchConfig:
     # a level's requests in this many rounds, the mode and the reference mode taking turns, each round
     # on new connections (which land unevenly on the uvicorn workers): figures are over all rounds
     rounds: int
+    # requests per mode, at the highest concurrency, before the first level: every worker's paths warm,
+    # Lucene's JIT in the server's JVM among them (a cold one read bm25 at half its QPS: E98)
+    warmup_requests: int = 2000
 
     def validate(self) -> None:
+        if self.warmup_requests < 0:
+            raise ValueError(f"warmup_requests must be >= 0, got {self.warmup_requests}")
         if not self.concurrency or any(c <= 0 for c in self.concurrency):
             raise ValueError(f"concurrency must list positive client counts, got {self.concurrency}")
         if self.requests_per_level <= 0 or self.max_seconds <= 0 or self.startup_timeout_s <= 0:
