@@ -215,6 +215,10 @@ def test_an_unchanged_window_leaves_the_output_untouched(nfcorpus_ctx, slice_mat
     before = (manifest.read_bytes(), manifest.stat().st_mtime_ns)
     feedback.run(make(art, log_dir=str(logs)))
     assert (manifest.read_bytes(), manifest.stat().st_mtime_ns) == before
+    # an older version's output (no IPS judgments yet) is derived again, whatever else is the same
+    (art / "feedback" / feedback.IPS_QRELS).unlink()
+    feedback.run(make(art, log_dir=str(logs)))
+    assert (art / "feedback" / feedback.IPS_QRELS).is_file() and manifest.stat().st_mtime_ns != before[1]
     feedback.run(make(art, log_dir=str(logs), clip=5.0))  # another setting: derived again
     assert json.loads(manifest.read_text())["params"]["feedback"]["clip"] == 5.0
     write_span(logs, _day(1), 5, docs, queries, seed=99, writer="late")  # a span changed: derived again

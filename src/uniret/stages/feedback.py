@@ -64,6 +64,9 @@ COEC_QRELS = "heldout/qrels/coec.tsv"
 CLICK_MODEL_QRELS = "heldout/qrels/click_model.tsv"
 IPS_QRELS = "heldout/qrels/ips.tsv"
 QRELS_HEADER = "query-id\tcorpus-id\tscore\n"
+# what a run on logs writes: an output of an older version that lacks one is derived again, not kept
+WRITTEN = (SPANS_JSON, REJECTS, PROPENSITIES, IPS_PAIRS, NAIVE_PAIRS, SHOWN_FILE, TRAIN_QUERIES, HELDOUT_QUERIES,
+           COEC_QRELS, CLICK_MODEL_QRELS, IPS_QRELS)
 WARM_STAGE = "continual"  # the training stage dvc.yaml gives artifacts/feedback (and so production's version)
 
 
@@ -120,6 +123,9 @@ def _reuse(ctx: StageContext, status: str, inputs: dict[str, Path], start: dict[
     if not ((old.get("metrics") or {}).get("status") == status
             and old.get("params") == {s: ctx.params.resolved(s) for s in SECTIONS}
             and old.get("inputs") == {k: hash_path(v) for k, v in inputs.items() if Path(v).exists()}):
+        return None
+    if status == "ok" and (missing := [f for f in WRITTEN if not (path / f).is_file()]):
+        log.info("feedback: the last run's output lacks %s (an older version's): derived again", missing)
         return None
     if old.get("production_start") != start:
         old["production_start"] = start
