@@ -52,13 +52,13 @@ def main(argv: list[str] | None = None) -> dict:
     configs = json.loads(args.configs) if args.configs else DEFAULT_CONFIGS
     queries = list(BeirDataset(Path(args.data) / "scifact", "scifact").split_queries("test").values())
     cfg = HttpBenchConfig(concurrency=args.clients, requests_per_level=args.requests, max_seconds=60.0,
-                          startup_timeout_s=300.0, rounds=1)
+                          startup_timeout_s=300.0, rounds=1, warmup_requests=10)
     rows = []
     with tempfile.TemporaryDirectory(prefix="uniret-serve-settings-") as tmp:
         for name, serve in configs.items():
             params = Path(tmp) / f"params-{name}.yaml"
             params.write_text(yaml.safe_dump({**base, "serve": {**base["serve"], **serve}}, sort_keys=False))
-            levels = http_latency(Path(args.bundle), params, args.profile, queries, cfg, 10)["levels"]
+            levels = http_latency(Path(args.bundle), params, args.profile, queries, cfg)["levels"]
             row = {"name": name, "serve": serve,
                    "levels": {c: {k: lv.get(k) for k in FIELDS} for c, lv in levels.items()}}
             print(json.dumps(row), flush=True)

@@ -47,10 +47,12 @@ def rollback_rows(work: Path, data: Path) -> list[dict]:
                 traffic_truth.CANDIDATE: traffic.bundle_run(ctx, night0, "hybrid_fast", queries)}
         scored = {side: traffic.score_run(HeldoutDay(night["day"], queries, judged), run) for side, run in runs.items()}
         checked = {name: {side: scored[side][name] for side in runs} for name in judged}
-        row = {"night": night["night"], "production": night["version"],
-               **traffic_truth.compare_sides(runs, checked[gate.newest_traffic.judgments],
-                                             traffic_truth.truth_qrels(queries, qrels, texts), gate),
-               "by_judgments": {name: traffic_truth.compare_checks(c, gate) for name, c in checked.items()}}
+        day = traffic_truth.compare_day(runs, checked, traffic_truth.truth_qrels(queries, qrels, texts), gate)
+        if day is None:
+            print(f"night {night['night']}: the day's {gate.newest_traffic.judgments} judgments judged no query",
+                  flush=True)
+            continue
+        row = {"night": night["night"], "production": night["version"], **day}
         rows.append(row)
         print(json.dumps(row), flush=True)
     return rows

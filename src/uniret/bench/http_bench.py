@@ -81,7 +81,7 @@ class _ConnectionSampler:
 
 
 def http_latency(bundle_dir: Path, params: Path, profile: str | None, queries: list[str], cfg: HttpBenchConfig,
-                 warmup: int, workers: int | None = None) -> dict:
+                 workers: int | None = None) -> dict:
     """{clients: latency summary + failures} per concurrency level, against one server process.
 
     With a reference mode, each level runs `cfg.rounds` rounds of the mode then the reference mode on
@@ -123,7 +123,7 @@ def http_latency(bundle_dir: Path, params: Path, profile: str | None, queries: l
         server.start(cfg.startup_timeout_s)
         out["served_mode"] = cfg.mode or (server.ready.get("bundle") or {}).get("default_mode")
         # warm each mode's paths in every worker (one client's connection lands on one worker), Lucene's JIT too
-        warm_clients, warm_requests = max(cfg.concurrency), max(warmup, cfg.warmup_requests, 1)
+        warm_clients, warm_requests = max(cfg.concurrency), max(cfg.warmup_requests, 1)
         warmed = [run_load(LOOPBACK, server.port, warm_clients, bodies(mode), warm_requests, cfg.max_seconds)
                   for mode in modes]
         out["warmup"] = {"clients": warm_clients, "requests_per_mode": [len(r.statuses) + len(r.errors) for r in warmed],

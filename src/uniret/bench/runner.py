@@ -142,7 +142,7 @@ def run_bench(params: Params, bundle_dir: Path, data_root: Path, out_dir: Path, 
            cfg.warmup_queries, cfg.threads)
     _guard(result, "growth", skip, run_growth, params, bundle, queries, cfg, out_dir, data_root)
     _guard(result, "http", skip, http_latency, bundle_dir, params.path, params.profile, list(queries.values()),
-           cfg.http, cfg.warmup_queries, params.section("serve").workers)
+           cfg.http, params.section("serve").workers)
     parts = result["sizes"].get("parts", {})  # sizes may have failed: then no top-level byte figures
     for kind, part in (("dense", "dense.faiss"), ("sparse", "impact")):
         if part in parts:  # top-level keys the promotion gate reads (registry.gate.budget_checks)

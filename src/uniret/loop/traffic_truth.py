@@ -28,7 +28,7 @@ from uniret.evaluation.outputs import PER_QUERY_DIR
 
 TRUTH = "truth"  # nDCG@10 on the traffic's own qrels (the simulator's grades), the full list
 TRUTH_K = 10
-CANDIDATE = "candidate"  # compare_sides' name for the side that is not production
+CANDIDATE = "candidate"  # compare_day's name for the side that is not production
 NEWEST = "newest_traffic"  # what the loop keeps of the evaluate stage's newest_traffic/ per night
 HELDOUT = "heldout"  # and of the feedback stage's heldout/
 
@@ -67,12 +67,18 @@ def compare_checks(checked: dict[str, dict[str, dict[str, float]]], gate: GateCo
     return {metric: compare(*({q: v[metric] for q, v in checked[s].items()} for s in sides), gate) for metric in METRICS}
 
 
-def compare_sides(runs: dict[str, Run], checked: dict[str, dict[str, dict[str, float]]],
-                  truth: dict[str, dict[str, float]], gate: GateConfig) -> dict[str, Any]:
-    """Candidate - production on the truth (their `runs`, {"production" | "candidate": run}) and on each check
-    metric of one judgment set (compare_checks)."""
+def compare_day(runs: dict[str, Run], checked: dict[str, dict[str, dict[str, dict[str, float]]]],
+                truth: dict[str, dict[str, float]], gate: GateConfig) -> dict[str, Any] | None:
+    """Candidate - production on one held-out day: on the truth (their `runs`, {"production" | "candidate":
+    run}), on each check metric of the gate's judgment set, and under `by_judgments` on every set of `checked`
+    ({judgments: each side's per-query values}); None when the gate's set judged no query that day."""
+    by = {name: compare_checks(c, gate) for name, c in checked.items()}
+    gated = gate.newest_traffic.judgments
+    if not by.get(gated):
+        return None
     sides = (PRODUCTION_SYSTEM, CANDIDATE)
-    return {TRUTH: compare(*(graded_ndcg(truth, runs[s], TRUTH_K) for s in sides), gate), **compare_checks(checked, gate)}
+    return {"judgments": gated, TRUTH: compare(*(graded_ndcg(truth, runs[s], TRUTH_K) for s in sides), gate),
+            **by[gated], "by_judgments": by}
 
 
 def night_comparison(keep: Path, qrels: dict[str, dict[str, int]], texts: dict[str, str],
@@ -90,12 +96,8 @@ def night_comparison(keep: Path, qrels: dict[str, dict[str, int]], texts: dict[s
     kept = sorted(p.stem for p in (folder / PER_QUERY_DIR / PRODUCTION_SYSTEM).glob("*.json"))
     checked = {name: {side[s]: json.loads((folder / PER_QUERY_DIR / s / f"{name}.json").read_text()) for s in systems}
                for name in kept}
-    gated = gate.newest_traffic.judgments
-    if gated not in checked or not compare_checks(checked[gated], gate):
-        return None
-    return {"judgments": gated, "candidate_system": candidate,
-            **compare_sides(runs, checked[gated], truth_qrels(read_day(keep), qrels, texts), gate),
-            "by_judgments": {name: compare_checks(c, gate) for name, c in checked.items()}}
+    day = compare_day(runs, checked, truth_qrels(read_day(keep), qrels, texts), gate)
+    return {"candidate_system": candidate, **day} if day else None
 
 
 def agreement(nights: list[dict[str, Any]], judgments: str | None = None) -> dict[str, dict[str, int]]:
