@@ -43,6 +43,11 @@ def test_modes_section_has_latency_and_ndcg_for_every_mode(bench_out, repo_root)
         assert 0 < row["p50_ms"] <= row["p95_ms"] <= row["p99_ms"]
         assert row["qps"] > 0 and 0.0 <= row["ndcg@10"] <= 1.0
     assert modes["bm25"]["p50_vs_bm25"] == 1.0
+    # BM25 searched bench.jvm_warmup_queries times before the first timed mode, so every mode calling
+    # Lucene is timed against compiled code (E100)
+    cfg = load_params(repo_root / "params.yaml", "tiny").section("bench")
+    warm = bench_out[0]["config"]["jvm_warmup"]
+    assert warm["queries"] == cfg.jvm_warmup_queries > 0 and warm["seconds"] >= 0
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ from uniret.config.serving import HttpBenchConfig
 
 def _cfg(rounds: int) -> HttpBenchConfig:
     return HttpBenchConfig(concurrency=[1, 16], requests_per_level=10, max_seconds=5.0, startup_timeout_s=60.0,
-                           rounds=rounds)
+                           rounds=rounds, warmup_requests=0)
 
 
 @pytest.mark.parametrize("rounds", [0, -1, 11])

@@ -78,6 +78,18 @@ def effectiveness(run: Run, qrels: dict, eval_k: int) -> float | None:
     return round(evaluate_run(judged, run, [f"ndcg@{eval_k}"])[1][f"ndcg@{eval_k}"], 4)
 
 
+def warm_jvm(searcher: Searcher, queries: dict[str, str], calls: int, k: int) -> dict:
+    """`calls` untimed searches of `searcher` (BM25), the queries in turn: the JVM's JIT compiles Lucene's
+    search and analyzer paths over its first ~1,000 calls, and until then BM25's p50 reads 2-4x its
+    steady one (E100). {"queries": calls, "seconds": wall time}."""
+    items = list(queries.items())
+    start = time.perf_counter()
+    for i in range(calls if items else 0):
+        qid, text = items[i % len(items)]
+        searcher.search({qid: text}, k)
+    return {"queries": calls if items else 0, "seconds": round(time.perf_counter() - start, 2)}
+
+
 def bench_modes(searchers: dict[str, Searcher], modes: list[str], queries: dict[str, str], qrels: dict,
                 k: int, eval_k: int, warmup: int) -> dict:
     """{mode: latency summary + ndcg}, plus each mode's p50 relative to BM25's."""

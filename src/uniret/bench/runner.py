@@ -101,7 +101,7 @@ def run_bench(params: Params, bundle_dir: Path, data_root: Path, out_dir: Path, 
     queries), as the DAG's bench stage does.
     """
     from uniret.bench.http_bench import http_latency
-    from uniret.bench.modes import bench_modes
+    from uniret.bench.modes import bench_modes, warm_jvm
     from uniret.bench.sizes import index_sizes
     from uniret.bench.sparsify import top_n_curve
     from uniret.retrieval.bundle import open_bundle
@@ -130,6 +130,9 @@ def run_bench(params: Params, bundle_dir: Path, data_root: Path, out_dir: Path, 
         "config": {"k": cfg.k, "eval_k": cfg.eval_k, "threads": cfg.threads, "profile": params.profile,
                    "uni_k": bundle.retrieval.uni.k, "lexical": bundle.index.provenance.get("lexical")},
     }
+    if "modes" not in skip and cfg.jvm_warmup_queries and "bm25" in searchers:
+        result["config"]["jvm_warmup"] = warm_jvm(searchers["bm25"], queries, cfg.jvm_warmup_queries, cfg.k)
+        log.info("bench: JVM warmed by %s", result["config"]["jvm_warmup"])
     _guard(result, "modes", skip, bench_modes, searchers, cfg.modes, queries, qrels, cfg.k, cfg.eval_k,
            cfg.warmup_queries)
     from uniret.lexical.jvm import helpers_loaded

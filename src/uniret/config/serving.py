@@ -107,7 +107,7 @@ class HttpBenchConfig:
     rounds: int
     # requests per mode, at the highest concurrency, before the first level: every worker's paths warm,
     # Lucene's JIT in the server's JVM among them (a cold one read bm25 at half its QPS: E98)
-    warmup_requests: int = 2000
+    warmup_requests: int
 
     def validate(self) -> None:
         if self.warmup_requests < 0:
@@ -180,6 +180,7 @@ class BenchStageConfig:
 
     max_queries: int = 100
     warmup_queries: int = 50
+    jvm_warmup_queries: int = 5000  # as BenchConfig's: the gate's latency ratio reads a compiled BM25
     encode_queries: int = 50  # batch-1 query encodings with the serving (ONNX) encoder; no torch
     sections: list[str] = field(default_factory=lambda: ["modes", "encoders", "sizes", "http"])
     http: HttpBenchConfig  # params.yaml bench.stage.http: shorter than bench.http
@@ -191,8 +192,10 @@ class BenchStageConfig:
         known = {"modes", "encoders", "sizes", "top_n", "http", "growth"}
         if unknown := sorted(set(self.sections) - known):
             raise ValueError(f"sections: unknown {unknown}; known: {sorted(known)}")
-        if self.max_queries <= 0 or self.encode_queries <= 0 or self.warmup_queries < 0 or self.production_rounds < 0:
-            raise ValueError("max_queries and encode_queries must be positive, warmup_queries and production_rounds >= 0")
+        if self.max_queries <= 0 or self.encode_queries <= 0 or min(self.warmup_queries, self.jvm_warmup_queries,
+                                                                     self.production_rounds) < 0:
+            raise ValueError("max_queries and encode_queries must be positive, warmup_queries, jvm_warmup_queries and "
+                             "production_rounds >= 0")
 
 
 @dataclass(kw_only=True)
@@ -205,6 +208,9 @@ class BenchConfig:
     split: str = "test"
     max_queries: int | None = None  # None: every query of the split
     warmup_queries: int = 100  # run and discarded before each timed series (JIT, caches, lazy opens)
+    # BM25 searches run and discarded once before the first timed mode: the JVM compiles Lucene's search and
+    # analyzer paths over its first ~4,000 calls, which every mode calling Lucene shares (why: E100)
+    jvm_warmup_queries: int = 5000
     modes: list[str] = field(default_factory=lambda: ["bm25", "dense", "lexical", "uni", "hybrid", "hybrid_bm25", "rrf",
                                                       "dense_static", "lexical_static", "dense_feedback",
                                                       "hybrid_fast"])
@@ -226,8 +232,9 @@ class BenchConfig:
         for name in ("k", "eval_k", "encode_queries", "encode_docs", "threads"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.warmup_queries < 0:
-            raise ValueError(f"warmup_queries must be >= 0, got {self.warmup_queries}")
+        if self.warmup_queries < 0 or self.jvm_warmup_queries < 0:
+            raise ValueError(f"warmup_queries and jvm_warmup_queries must be >= 0, got {self.warmup_queries} and "
+                             f"{self.jvm_warmup_queries}")
         if not self.modes:
             raise ValueError("modes must name at least one retrieval mode")
         if any(n is not None and n <= 0 for n in self.top_n):

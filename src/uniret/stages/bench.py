@@ -36,7 +36,8 @@ def stage_config(cfg: BenchConfig, served_mode: str) -> BenchConfig:
     modes = cfg.modes if served_mode in cfg.modes else [*cfg.modes, served_mode]
     http = dataclasses.replace(short.http, mode=short.http.mode or served_mode)
     return dataclasses.replace(cfg, max_queries=short.max_queries, warmup_queries=short.warmup_queries,
-                               encode_queries=short.encode_queries, modes=modes, http=http)
+                               jvm_warmup_queries=short.jvm_warmup_queries, encode_queries=short.encode_queries,
+                               modes=modes, http=http)
 
 
 def _data_root(ctx: StageContext, dataset: str) -> Path:
