@@ -63,7 +63,7 @@ class GateConfig:
     max_active_terms_doc: float | None = 1000.0  # above: the sparse index is not sparse
     max_latency_p95_ms: float | None = 500.0
     # the served mode's p50 over BM25's p50 in the same bench run, query encoding included
-    max_latency_ratio_bm25: float | None = 6.0  # why: E100
+    max_latency_ratio_bm25: float | None = 8.0  # why: E100
     # the served mode's p50 and p95 over production's bundle's, timed query by query in the bench
     # stage (bench.stage.production_rounds); None: off; a cold start has nothing to compare with.
     # Two timings of one bundle land within 1.004-1.025 of each other (why these margins: E65)
