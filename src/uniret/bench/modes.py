@@ -80,7 +80,7 @@ def effectiveness(run: Run, qrels: dict, eval_k: int) -> float | None:
 
 def warm_jvm(searcher: Searcher, queries: dict[str, str], calls: int, k: int) -> dict:
     """`calls` untimed searches of `searcher` (BM25), the queries in turn: the JVM's JIT compiles Lucene's
-    search and analyzer paths over its first ~1,000 calls, and until then BM25's p50 reads 2-4x its
+    search and analyzer paths over its first ~4,000 calls, and until then BM25's p50 reads up to 2-3x its
     steady one (E100). {"queries": calls, "seconds": wall time}."""
     items = list(queries.items())
     start = time.perf_counter()
