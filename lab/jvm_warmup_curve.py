@@ -21,6 +21,8 @@ import statistics
 import time
 from pathlib import Path
 
+from server_args import thread_cpu
+
 from uniret.bench.machine import machine_info
 from uniret.bench.runner import bench_config, bench_queries
 from uniret.config.params import load_params
@@ -31,17 +33,7 @@ from uniret.retrieval.modes import build_searchers
 
 def compiler_cpu() -> float:
     """CPU seconds of this process's JIT compiler threads so far."""
-    total = 0.0
-    tick = os.sysconf("SC_CLK_TCK")
-    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        try:
-            if "CompilerThre" not in (task / "comm").read_text():
-                continue
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
-    return total
+    return sum(cpu for (_, _, name), cpu in thread_cpu(os.getpid()).items() if "CompilerThre" in name)
 
 
 def main() -> int:

@@ -26,11 +26,11 @@ from pathlib import Path
 
 import psutil
 import yaml
+from server_args import add_server_args, edited_params, scifact_queries
 
 from uniret.bench.http_client import run_load
 from uniret.bench.machine import machine_info
 from uniret.bench.server import LOOPBACK, LocalServer
-from uniret.data.beir import iter_queries
 
 WARMUP = 200
 SPY_START_S = 1.0  # py-spy attaches to every process before the load starts
@@ -84,12 +84,7 @@ def profile_mode(args: argparse.Namespace, params: Path, queries: list[str], mod
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("bundle", type=Path)
-    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
-    parser.add_argument("--params", type=Path, default=Path("params.yaml"))
-    parser.add_argument("--profile", default="cpu")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="a serve setting for this run, e.g. gil_searches=1 (YAML value; repeatable)")
+    add_server_args(parser)
     parser.add_argument("--modes", nargs="+", default=["hybrid_fast", "bm25"])
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--requests", type=int, default=3000)
@@ -101,11 +96,8 @@ def main() -> int:
     args.py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     if not Path(args.py_spy).exists():
         parser.error("py-spy is not installed: pip install py-spy")
-    raw = yaml.safe_load(args.params.read_text())
-    for item in args.set:
-        key, _, value = item.partition("=")
-        raw["serve"][key] = yaml.safe_load(value)
-    queries = [q.text for q in iter_queries(args.data / "scifact" / "queries.jsonl")][:300]
+    raw = edited_params(args)
+    queries = scifact_queries(args)
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         params = Path(tmp) / "params.yaml"

@@ -22,44 +22,15 @@ import tempfile
 import time
 from pathlib import Path
 
-import psutil
 import yaml
+from server_args import add_server_args, edited_params, scifact_queries, thread_cpu
 
 from uniret.bench.http_client import run_load
 from uniret.bench.machine import machine_info
 from uniret.bench.server import LOOPBACK, LocalServer
-from uniret.data.beir import iter_queries
 
 WARMUP_REQUESTS, WARMUP_CLIENTS = 2000, 64
 SHOWN_MS = 0.005  # threads below this CPU per request are summed, not listed
-
-
-def thread_cpu(pid: int) -> dict[tuple[int, int, str], float]:
-    """{(process, thread, comm): CPU seconds} of the server's every process and thread."""
-    out = {}
-    root = psutil.Process(pid)
-    for proc in [root, *root.children(recursive=True)]:
-        for thread in proc.threads():
-            try:
-                name = Path(f"/proc/{proc.pid}/task/{thread.id}/comm").read_text().strip()
-            except OSError:
-                name = "?"
-            out[(proc.pid, thread.id, name)] = thread.user_time + thread.system_time
-    return out
-
-
-def apply_setting(params: dict, item: str) -> None:
-    """Set KEY=VALUE (a YAML value) in the params tree: a dotted key from the top, a bare one under serve."""
-    key, sep, value = item.partition("=")
-    if not sep or not key:
-        raise ValueError(f"--set {item!r}: expected KEY=VALUE")
-    keys = key.split(".") if "." in key else ["serve", key]
-    node = params
-    for part in keys[:-1]:
-        if not isinstance(node.get(part), dict):
-            raise ValueError(f"--set {item!r}: params has no section {part!r}")
-        node = node[part]
-    node[keys[-1]] = yaml.safe_load(value)
 
 
 def client_cpu() -> float:
@@ -85,21 +56,15 @@ def load_mode(server: LocalServer, queries: list[str], mode: str, clients: int, 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("bundle", type=Path)
-    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
-    parser.add_argument("--params", type=Path, default=Path("params.yaml"))
-    parser.add_argument("--profile", default="cpu")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    add_server_args(parser)
     parser.add_argument("--modes", nargs="+", default=["bm25", "hybrid_fast"])
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--requests", type=int, default=4000)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    raw = yaml.safe_load(args.params.read_text())
-    for item in args.set:
-        apply_setting(raw, item)
-    queries = [q.text for q in iter_queries(args.data / "scifact" / "queries.jsonl")][:300]
+    raw = edited_params(args)
+    queries = scifact_queries(args)
     with tempfile.TemporaryDirectory() as tmp:
         params = Path(tmp) / "params.yaml"
         params.write_text(yaml.safe_dump(raw, sort_keys=False))

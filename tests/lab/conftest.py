@@ -11,8 +11,10 @@ import pytest
 @pytest.fixture(scope="module")
 def lab_script(repo_root):
     """load(name) -> lab/<name>.py as a module (registered in sys.modules while the test module runs,
-    as its dataclasses look their module up there)."""
+    as its dataclasses look their module up there), lab/ on sys.path meanwhile."""
     loaded = []
+    lab = str(repo_root / "lab")
+    sys.path.insert(0, lab)  # as `python lab/<name>.py` runs it: its sibling modules (dag_args, server_args) import
 
     def load(name: str):
         spec = importlib.util.spec_from_file_location(name, repo_root / "lab" / f"{name}.py")
@@ -25,3 +27,4 @@ def lab_script(repo_root):
     yield load
     for name in loaded:
         sys.modules.pop(name, None)
+    sys.path.remove(lab)

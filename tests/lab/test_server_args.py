@@ -1,5 +1,6 @@
-"""lab/serve_threads.py's two helpers: per-thread CPU read from /proc (a spinning thread's seconds
-land on its own key) and the --set edits of the params tree."""
+"""lab/server_args.py, shared by the lab's server loads (serve_threads, serve_profile, jvm_warmup_curve):
+per-thread CPU read from /proc (a spinning thread's seconds land on its own key) and the --set edits of
+the params tree."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 
 def test_a_busy_thread_accrues_cpu_under_its_own_key(lab_script):
-    threads = lab_script("serve_threads")
+    threads = lab_script("server_args")
     stop, ident = threading.Event(), []
 
     def spin():
@@ -37,7 +38,7 @@ def test_a_busy_thread_accrues_cpu_under_its_own_key(lab_script):
 
 
 def test_settings_edit_the_params_tree(lab_script):
-    threads = lab_script("serve_threads")
+    threads = lab_script("server_args")
     params = {"serve": {"workers": 2}, "retrieval": {"pruning": {"dense_min_docs": 20000}}}
     threads.apply_setting(params, "workers=1")
     threads.apply_setting(params, "retrieval.pruning.dense_min_docs=null")
