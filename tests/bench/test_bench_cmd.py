@@ -139,6 +139,11 @@ def test_growth_section_times_the_served_mode_beside_lucene_bm25(bench_out, repo
         assert all(0.0 <= v <= 1.0 for v in row["shape_ks"].values())
         assert [p["nprobe"] for p in row["ivf_nprobe"]] == [min(n, p["nlist"]) for n, p in zip(cfg.nprobe_sweep, row["ivf_nprobe"], strict=True)]
         assert len(row["posting_share"]) == len(cfg.posting_share_sweep) * len(cfg.candidates_sweep)
+    # the JVM is the process's: warmed once, before the first size's timings (E100)
+    warm = load_params(repo_root / "params.yaml", "tiny").section("bench").jvm_warmup_queries
+    assert growth["rows"][0]["jvm_warmup"]["queries"] == warm > 0
+    assert all("jvm_warmup" not in row for row in growth["rows"][1:])
+    assert f"{warm} untimed BM25 searches" in (out / "growth.md").read_text()
     assert (out / "growth.md").is_file() and (out / growth["plot"]).is_file()
     assert "[growth.md](growth.md)" in markdown
 

@@ -16,6 +16,7 @@ from uniret.core.errors import InputFileError
 # file of the bundle -> what the message says it should have been
 DAMAGED = {
     "dense.faiss": "not a readable faiss index (truncated or corrupted?)",
+    "dense.npy": "not a readable vector file (.npy, float32) (truncated or corrupted?)",
     "onnx/query.onnx": "not a readable ONNX model (truncated or corrupted?)",
     "onnx/doc.onnx": "not a readable ONNX model (truncated or corrupted?)",
     "impacts.npz": "not a readable impacts matrix (.npz) (truncated or corrupted?)",

@@ -21,7 +21,7 @@ from uniret.stages import index as index_stage
 from uniret.utils.files import atomic_write_json
 
 EVAL = ["scifact", "nfcorpus"]
-BUNDLE_FILES = ["manifest.json", "onnx/query.onnx", "onnx/doc.onnx", "tokenizer", "dense.faiss", "impact",
+BUNDLE_FILES = ["manifest.json", "onnx/query.onnx", "onnx/doc.onnx", "tokenizer", "dense.faiss", "dense.npy", "impact",
                 "impacts.npz", "bm25", "docids.json"]
 
 

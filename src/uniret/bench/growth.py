@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 
-from uniret.bench.modes import side_by_side_figures, time_queries, time_side_by_side
+from uniret.bench.modes import side_by_side_figures, time_queries, time_side_by_side, warm_jvm
 from uniret.bench.stats import latency_summary
 from uniret.bench.synthetic import RealCorpus, SyntheticCorpus, shape_statistics
 from uniret.config.retrieval import PruningConfig
@@ -154,8 +154,9 @@ def index_corpus(corpus: SyntheticCorpus, bundle, work: Path, row: dict) -> Corp
 
 
 def measure_size(real: RealCorpus, bundle, pruning: PruningConfig, n: int, queries: dict[str, str],
-                 cfg: GrowthConfig, work: Path) -> dict:
-    """One corpus size: build costs, memory, and each route's latency and agreement in both forms."""
+                 cfg: GrowthConfig, work: Path, jvm_warmup: int = 0) -> dict:
+    """One corpus size: build costs, memory, and each route's latency and agreement in both forms;
+    `jvm_warmup` BM25 searches first (the JVM's JIT is the process's: the first size warms it, E100)."""
     retrieval = bundle.retrieval
     row: dict = {"docs": n, "build_seconds_per_doc": {}, "modes": {}}
     corpus = SyntheticCorpus(real, n, cfg.noise, cfg.swap_terms, cfg.seed)
@@ -176,6 +177,8 @@ def measure_size(real: RealCorpus, bundle, pruning: PruningConfig, n: int, queri
     row["peak_rss_mb"] = _mb(_peak_rss())
     depth = retrieval.fusion.fast_depth
     timed = {"hybrid_fast": (forms.fast, TOP), **{r: (s, depth) for r, s in forms.routes.items()}}
+    if jvm_warmup:
+        row["jvm_warmup"] = warm_jvm(forms.searchers["bm25"], queries, jvm_warmup, TOP)
     row["modes"]["lucene_bm25"], lucene = time_search(lambda q: forms.searchers["bm25"].search(q, TOP), queries,
                                                       cfg.warmup)
     runs: dict[str, dict] = {}
@@ -289,9 +292,10 @@ def check_fits_in_memory(real: RealCorpus, sizes: list[int]) -> None:
 
 
 def growth_curve(bundle, queries: dict[str, str], cfg: GrowthConfig, out_dir: Path, data_root: Path,
-                 pruning: PruningConfig) -> dict:
+                 pruning: PruningConfig, jvm_warmup: int = 0) -> dict:
     """Rows per corpus size (see the module doc) and growth.png in `out_dir`; `pruning`: the current
-    params' switch (which form is served at each size)."""
+    params' switch (which form is served at each size); `jvm_warmup`: BM25 searches before the first
+    size's timings (bench.jvm_warmup_queries)."""
     real = real_corpus(bundle, data_root)
     check_fits_in_memory(real, cfg.sizes)
     picked = dict(list(queries.items())[: cfg.queries])
@@ -301,7 +305,7 @@ def growth_curve(bundle, queries: dict[str, str], cfg: GrowthConfig, out_dir: Pa
         Path(cfg.work_dir).mkdir(parents=True, exist_ok=True)
         work = make_temp_dir(cfg.work_dir, f"growth-{n}-")
         try:
-            row = measure_size(real, bundle, pruning, n, picked, cfg, work)
+            row = measure_size(real, bundle, pruning, n, picked, cfg, work, 0 if rows else jvm_warmup)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         row["seconds"] = round(time.perf_counter() - start, 1)

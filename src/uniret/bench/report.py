@@ -93,6 +93,13 @@ def _side_by_side(row: dict) -> str:
     return f"{side['p50_vs_lucene_bm25']} ({min(rounds)}-{max(rounds)})"
 
 
+def _jvm_warmup_note(growth: dict) -> str:
+    """How the JVM was warmed before the first size's timings ('' for a run before E100)."""
+    warm = (growth["rows"][0] if growth["rows"] else {}).get("jvm_warmup")
+    return (f" Before the first size, {warm['queries']} untimed BM25 searches ({warm['seconds']} s) let the JVM "
+            "compile Lucene's paths (E100)." if warm else "")
+
+
 def render_growth(growth: dict) -> str:
     """growth.md: per size, each route's p50 in both forms beside Lucene BM25, agreement, memory, build cost."""
     m = growth.get("machine", {})
@@ -100,7 +107,7 @@ def render_growth(growth: dict) -> str:
              f"{growth['queries']} real queries ({growth.get('dataset', 'scifact')} test), batch 1; "
              f"{growth['real_docs']} real documents copied; routes taken to depth {growth['fast_depth']} as in "
              f"hybrid_fast, hybrid_fast and Lucene BM25 to 10. Pruning switch (params retrieval.pruning): "
-             f"{growth['pruning']}.", "",
+             f"{growth['pruning']}.{_jvm_warmup_note(growth)}", "",
              f"Machine: {m.get('cpu_model', '?')}, {m.get('cpu_cores', '?')} cores, {m.get('memory_gb', '?')} GB; "
              f"run at {growth.get('started_at', '?')} in {growth.get('seconds', '?')} s.", "",
              f"![growth]({growth['plot']})", "", "## Latency (p50 ms; p95 for the served hybrid_fast)", "",

@@ -164,7 +164,8 @@ def run_growth(params: Params, bundle, queries: dict[str, str], cfg: BenchConfig
 
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     start = time.perf_counter()
-    growth = growth_curve(bundle, queries, cfg.growth, out_dir, data_root, params.section("retrieval").pruning)
+    growth = growth_curve(bundle, queries, cfg.growth, out_dir, data_root, params.section("retrieval").pruning,
+                          cfg.jvm_warmup_queries)
     growth.update(started_at=started, seconds=round(time.perf_counter() - start, 1), machine=machine_info(),
                   versions=library_versions(), dataset=cfg.dataset)
     write_growth(growth, out_dir)

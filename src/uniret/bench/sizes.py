@@ -11,6 +11,7 @@ import scipy.sparse as sp
 # bundle part -> what it is (layout: uniret.retrieval.bundle)
 PARTS = {
     "dense.faiss": "dense",
+    "dense.npy": "dense (the flat vectors again, mapped by serving: E102)",
     "impact": "sparse (Lucene impact index)",
     "impacts.npz": "sparse (CSR copy, exhaustive scoring)",
     "bm25": "BM25 (Lucene)",

@@ -35,7 +35,7 @@ from uniret.config.sections import Bm25Config
 from uniret.core.errors import InputFileError, reading
 from uniret.core.jsonio import read_json
 from uniret.retrieval.base import Searcher
-from uniret.retrieval.dense import doc_vectors, load_faiss_index, to_search_device
+from uniret.retrieval.dense import doc_vectors, load_faiss_index, mapped_vectors, to_search_device
 from uniret.retrieval.lexical import LuceneImpactIndex, MemoryImpactIndex
 from uniret.retrieval.modes import CorpusIndex, build_searchers
 from uniret.retrieval.onnx_encoder import OnnxEncoder
@@ -48,6 +48,8 @@ MANIFEST = "manifest.json"
 ONNX_DIR = "onnx"
 TOKENIZER_DIR = "tokenizer"
 DENSE_FILE = "dense.faiss"
+# a flat index's vectors again, aligned for numpy: mapped by every serving process (E102)
+DENSE_VECTORS_FILE = "dense.npy"
 IMPACT_DIR = "impact"
 IMPACTS_FILE = "impacts.npz"
 BM25_DIR = "bm25"
@@ -219,8 +221,10 @@ def _open_structures(path: Path, index: CorpusIndex, cfg: RetrievalConfig, built
     docids = index.docids
     quant = built_with.lexical.quant  # the impacts were quantized with the build-time quant
     if (path / DENSE_FILE).is_file():
-        cpu_index = load_faiss_index(path / DENSE_FILE)
-        index.doc_vectors = doc_vectors(cpu_index)
+        # a bundle written before E102 has no dense.npy: its vectors are read into this process
+        mapped = built_with.dense.type == "flat" and (path / DENSE_VECTORS_FILE).is_file()
+        cpu_index = load_faiss_index(path / DENSE_FILE, mapped)
+        index.doc_vectors = mapped_vectors(path / DENSE_VECTORS_FILE, cpu_index) if mapped else doc_vectors(cpu_index)
         # placement follows the current params (use_gpu), the index type is the built one
         index.dense = to_search_device(cpu_index, dataclasses.replace(cfg.dense, type=built_with.dense.type))
         index.provenance["dense"] = f"bundle faiss {built_with.dense.type} ({DENSE_FILE})"

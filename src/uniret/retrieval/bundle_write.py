@@ -15,11 +15,12 @@ from uniret.retrieval.bundle import (
     BM25_TERMS_FILE,
     BM25_WEIGHTS_FILE,
     DENSE_FILE,
+    DENSE_VECTORS_FILE,
     DOCIDS_FILE,
     IMPACT_DIR,
     IMPACTS_FILE,
 )
-from uniret.retrieval.dense import build_faiss_index, save_faiss_index
+from uniret.retrieval.dense import build_faiss_index, doc_vectors, save_faiss_index, save_vectors
 from uniret.retrieval.encoding import EncodedTexts
 from uniret.retrieval.lexical import active_terms
 from uniret.retrieval.sparse import iter_term_rows, keep_top_n, quantize
@@ -37,7 +38,8 @@ def write_index_structures(
     bundle_dir: Path, docids: list[str], encoded: EncodedTexts, vocab: list[str], cfg: RetrievalConfig,
     threads: int = 2,
 ) -> dict[str, float]:
-    """Write docids.json, dense.faiss, impact/ and impacts.npz into `bundle_dir`; return size metrics."""
+    """Write docids.json, dense.faiss (with a flat index also dense.npy), impact/ and impacts.npz into
+    `bundle_dir`; return size metrics."""
     from uniret.lexical.impact import build_impact_index
 
     bundle_dir = Path(bundle_dir)
@@ -47,6 +49,8 @@ def write_index_structures(
     if encoded.dense is not None:
         index = build_faiss_index(encoded.dense, cfg.dense)
         save_faiss_index(index, bundle_dir / DENSE_FILE)
+        if cfg.dense.type == "flat":  # the copy serving maps, shared by its workers (E102)
+            save_vectors(doc_vectors(index), bundle_dir / DENSE_VECTORS_FILE)
         metrics["dense_dim"] = int(encoded.dense.shape[1])
         metrics["bytes_per_doc_dense"] = round(dir_bytes(bundle_dir / DENSE_FILE) / max(n, 1), 2)
     if encoded.sparse is not None:

@@ -66,6 +66,7 @@ from uniret.retrieval.bundle import (
     BM25_TERMS_FILE,
     BM25_WEIGHTS_FILE,
     DENSE_FILE,
+    DENSE_VECTORS_FILE,
     DOCIDS_FILE,
     IMPACT_DIR,
     IMPACTS_FILE,
@@ -83,7 +84,7 @@ STAGE = "corpus_refresh"  # artifacts/corpus_refresh: the bundle, its checks and
 BUNDLE = "bundle"
 RESULT_JSON = "refresh.json"
 # files the refresh rebuilds from today's corpus; every other file of production's bundle is its model
-REBUILT = frozenset({DENSE_FILE, IMPACT_DIR, IMPACTS_FILE, BM25_DIR, BM25_WEIGHTS_FILE, BM25_TERMS_FILE, DOCIDS_FILE})
+REBUILT = frozenset({DENSE_FILE, DENSE_VECTORS_FILE, IMPACT_DIR, IMPACTS_FILE, BM25_DIR, BM25_WEIGHTS_FILE, BM25_TERMS_FILE, DOCIDS_FILE})
 # what publishing added to production's bundle (manifest fields, checksums, attachments): not the model
 # files (the checkpoint is attached again when the refresh is published, beside the bundle's content)
 PUBLISHED = frozenset({MANIFEST, SUMS, EVALUATION_DIR, CHECKPOINT_DIR})
