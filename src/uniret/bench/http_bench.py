@@ -15,20 +15,31 @@ from uniret.config.serving import HttpBenchConfig
 log = logging.getLogger("uniret.bench")
 
 
+def _resident(process) -> int:
+    """A process's resident bytes with the pages it shares split among their sharers (PSS: the workers'
+    mapped vectors count once in a sum, E102); its RSS where the platform has no PSS."""
+    import psutil
+
+    try:
+        return process.memory_full_info().pss
+    except (AttributeError, psutil.AccessDenied):
+        return process.memory_info().rss
+
+
 def rss_mb(pid: int) -> float | None:
     """Resident memory of process `pid` and its descendants in MB (with several uvicorn workers the
-    bundle lives in the children), None where unavailable. psutil, as uniret.bench.growth reads it."""
+    bundle lives in the children; shared pages counted once, `_resident`), None where unavailable."""
     import psutil
 
     try:
         parent = psutil.Process(pid)
-        total = parent.memory_info().rss
+        total = _resident(parent)
         children = parent.children(recursive=True)
     except psutil.Error:
         return None
     for child in children:
         try:
-            total += child.memory_info().rss
+            total += _resident(child)
         except psutil.Error:  # exited since it was listed
             pass
     return round(total / 2**20, 1)

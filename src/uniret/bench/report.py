@@ -252,7 +252,7 @@ def render_markdown(result: dict) -> str:
             if ref:
                 row += [ref[c]["p95_ms"], ref[c]["qps"]] if c in ref else ["", ""]
             rows.append(row)
-        lines += _table(["clients", "requests", "p50 ms", "p95 ms", "p99 ms", "QPS", "failed", "server RSS MB", *extra], rows)
+        lines += _table(["clients", "requests", "p50 ms", "p95 ms", "p99 ms", "QPS", "failed", "server MB (PSS)", *extra], rows)
         if ref:
             lines += ["", f"The last two columns: the same server and load in mode {reference.get('mode')} "
                           "(the HTTP stack's ceiling on this machine)."]

@@ -333,7 +333,7 @@ class Tables:
             workers = f", {phrase}" if (phrase := workers_phrase(http.get("workers"))) else ""
             out += ["", f"#### HTTP serving (`uniret serve` on {http.get('host')}, mode {http.get('mode') or 'the bundle default'}, "
                         f"k={http.get('k')}{workers}; BM25: the same server in bm25 mode)", "",
-                    "| clients | p50 ms | p95 ms | QPS | failed | server RSS MB | BM25 p95 ms | BM25 QPS |",
+                    "| clients | p50 ms | p95 ms | QPS | failed | server MB (PSS) | BM25 p95 ms | BM25 QPS |",
                     "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
             # the same server in BM25 mode at each level: the HTTP stack's ceiling on this machine
             ref = (http.get("reference") or {}).get("levels") or {}
