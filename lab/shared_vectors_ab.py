@@ -32,7 +32,7 @@ def make_forms(bundle: Path, tmp: Path) -> dict[str, Path]:
     """The two forms of `bundle` under `tmp` (hard links; a changed file is replaced, never written through)."""
     from uniret.registry.integrity import SUMS, write_checksums
     from uniret.retrieval.bundle import DENSE_FILE, DENSE_VECTORS_FILE
-    from uniret.retrieval.dense import doc_vectors, load_faiss_index, save_vectors
+    from uniret.retrieval.dense import load_faiss_index, save_vectors, storage_view
 
     forms = {}
     for form in FORMS:
@@ -42,7 +42,7 @@ def make_forms(bundle: Path, tmp: Path) -> dict[str, Path]:
         if vectors.exists():
             vectors.unlink()
         if form == "mapped":
-            save_vectors(doc_vectors(load_faiss_index(folder / DENSE_FILE)), vectors)
+            save_vectors(storage_view(load_faiss_index(folder / DENSE_FILE, mapped=True)), vectors)  # no private copy
         if (folder / SUMS).exists():
             (folder / SUMS).unlink()  # a link to the original's: write a new file
             write_checksums(folder)

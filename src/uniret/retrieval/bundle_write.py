@@ -20,7 +20,7 @@ from uniret.retrieval.bundle import (
     IMPACT_DIR,
     IMPACTS_FILE,
 )
-from uniret.retrieval.dense import build_faiss_index, doc_vectors, save_faiss_index, save_vectors
+from uniret.retrieval.dense import build_faiss_index, save_faiss_index, save_vectors
 from uniret.retrieval.encoding import EncodedTexts
 from uniret.retrieval.lexical import active_terms
 from uniret.retrieval.sparse import iter_term_rows, keep_top_n, quantize
@@ -49,8 +49,8 @@ def write_index_structures(
     if encoded.dense is not None:
         index = build_faiss_index(encoded.dense, cfg.dense)
         save_faiss_index(index, bundle_dir / DENSE_FILE)
-        if cfg.dense.type == "flat":  # the copy serving maps, shared by its workers (E102)
-            save_vectors(doc_vectors(index), bundle_dir / DENSE_VECTORS_FILE)
+        if cfg.dense.type == "flat":  # the copy serving maps, shared by its workers (E102): a flat index stores
+            save_vectors(encoded.dense, bundle_dir / DENSE_VECTORS_FILE)  # the float32 rows it was given
         metrics["dense_dim"] = int(encoded.dense.shape[1])
         metrics["bytes_per_doc_dense"] = round(dir_bytes(bundle_dir / DENSE_FILE) / max(n, 1), 2)
     if encoded.sparse is not None:
