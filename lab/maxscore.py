@@ -16,10 +16,52 @@ from __future__ import annotations
 
 import numpy as np
 
-from uniret.retrieval.kernels import _final, _jit, _push, _ranked, _seek
+from uniret.retrieval.kernels import _final, _jit, _ranked, _seek
 from uniret.retrieval.postings import Postings
 
 _MARGIN = 1e-9  # relative slack on a bound: sums added in another order differ by a few ulps
+
+
+# the k best held in a heap, the worst on top (the product's kernel collects above a bar instead, E104)
+@_jit
+def _worse(score_a, tie_a, score_b, tie_b):  # pragma: no cover - compiled
+    """Whether hit a ranks below hit b: a lower score, or an equal score and a later tie rank."""
+    return score_a < score_b or (score_a == score_b and tie_a > tie_b)
+
+
+@_jit
+def _sift_down(heap_s, heap_t, heap_r, i, size):  # pragma: no cover - compiled
+    """Restore the heap below `i`: every entry ranks at or below its children (the worst hit on top)."""
+    while True:
+        worst, left, right = i, 2 * i + 1, 2 * i + 2
+        if left < size and _worse(heap_s[left], heap_t[left], heap_s[worst], heap_t[worst]):
+            worst = left
+        if right < size and _worse(heap_s[right], heap_t[right], heap_s[worst], heap_t[worst]):
+            worst = right
+        if worst == i:
+            return
+        heap_s[i], heap_s[worst] = heap_s[worst], heap_s[i]
+        heap_t[i], heap_t[worst] = heap_t[worst], heap_t[i]
+        heap_r[i], heap_r[worst] = heap_r[worst], heap_r[i]
+        i = worst
+
+
+@_jit
+def _push(heap_s, heap_t, heap_r, size, k, s, tie, row):  # pragma: no cover - compiled
+    """Offer one hit to the heap of the k best (the worst on top); the heap's new size."""
+    if size < k:  # sift the new hit up from the bottom
+        j = size
+        size += 1
+        while j > 0 and _worse(s, tie, heap_s[(j - 1) // 2], heap_t[(j - 1) // 2]):
+            parent = (j - 1) // 2
+            heap_s[j], heap_t[j], heap_r[j] = heap_s[parent], heap_t[parent], heap_r[parent]
+            j = parent
+        heap_s[j], heap_t[j], heap_r[j] = s, tie, row
+    elif _worse(heap_s[0], heap_t[0], s, tie):  # better than the worst kept: it takes its place
+        heap_s[0], heap_t[0], heap_r[0] = s, tie, row
+        _sift_down(heap_s, heap_t, heap_r, 0, size)
+    return size
+
 
 
 def list_maxima(indptr: np.ndarray, data: np.ndarray) -> np.ndarray:

@@ -23,9 +23,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ab_summary import MODES, summarize_servers
+
 FORMS = ("mapped", "private")
-MODES = ["bm25", "hybrid_fast"] * 3
-STEADY = slice(1, None)  # rounds 2 and 3: the JVM compiled
 
 
 def make_forms(bundle: Path, tmp: Path) -> dict[str, Path]:
@@ -52,29 +52,7 @@ def make_forms(bundle: Path, tmp: Path) -> dict[str, Path]:
 
 def summarize(out: Path) -> dict:
     """summary.json from the servers' JSON files in `out`."""
-    servers = []
-    for path in sorted(out.glob("*-*.json")):
-        rows = json.loads(path.read_text())["modes"]
-        by_mode = {m: [r for r in rows if r["mode"] == m][STEADY] for m in ("bm25", "hybrid_fast")}
-        ratios = [f["qps"] / b["qps"] for b, f in zip(by_mode["bm25"], by_mode["hybrid_fast"], strict=True)]
-        servers.append({"server": path.stem, "form": path.stem.split("-")[0],
-                        "hybrid_fast_qps": [r["qps"] for r in by_mode["hybrid_fast"]],
-                        "bm25_qps": [r["qps"] for r in by_mode["bm25"]],
-                        "hybrid_fast_vs_bm25_qps": [round(r, 3) for r in ratios],
-                        "hybrid_fast_server_cpu_ms": [r["server_cpu_ms_per_request"] for r in by_mode["hybrid_fast"]],
-                        "bm25_server_cpu_ms": [r["server_cpu_ms_per_request"] for r in by_mode["bm25"]],
-                        "failed": sum(r["failed"] for r in rows)})
-    per_form = {}
-    for form in FORMS:
-        mine = [s for s in servers if s["form"] == form]
-        ratios = [r for s in mine for r in s["hybrid_fast_vs_bm25_qps"]]
-        qps = [q for s in mine for q in s["hybrid_fast_qps"]]
-        per_form[form] = {"servers": len(mine), "ratio_range": [min(ratios), max(ratios)] if ratios else None,
-                          "ratio_mean": round(sum(ratios) / len(ratios), 3) if ratios else None,
-                          "hybrid_fast_qps_mean": round(sum(qps) / len(qps), 1) if qps else None}
-    summary = {"method": __doc__.split("\n\n", 2)[2].strip(), "forms": per_form, "servers": servers}
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    return summary
+    return summarize_servers(out, FORMS, __doc__.split("\n\n", 2)[2].strip())
 
 
 def main() -> int:

@@ -100,6 +100,53 @@ def test_postings_top_k_in_blocks_equals_numpy_across_block_sizes(block, monkeyp
             assert not acc.any()
 
 
+def test_postings_top_k_bars_exactly_under_skewed_and_tied_sums():
+    """The first bar (`_block_floor`, a bisection between 0 and the largest sum) and the cut at 2k
+    never lose a hit: sums spread over 40 orders of magnitude, every sum equal, one doc far above the
+    rest: the kernel gives a full sort's k best, ties by rank."""
+    n_docs = 3000
+    rng = np.random.default_rng(21)
+    ties = tie_ranks([f"doc{rng.integers(0, 10**6)}-{i}" for i in range(n_docs)])
+    cases = {
+        "skewed": 10.0 ** rng.uniform(-20, 20, n_docs),
+        "equal": np.full(n_docs, 2.5),
+        "one_above": np.r_[1e9, rng.integers(1, 3, n_docs - 1).astype(np.float64)],
+    }
+    for name, weights in cases.items():
+        postings = Postings(sp.csr_matrix(weights[:, None]))  # one term whose posting is each doc's sum
+        for k in (1, 5, 150, 1499, 1500, 1501, n_docs + 5):
+            for acc in (np.zeros(n_docs), np.zeros(64)):
+                rows, scores = kernels.postings_top_k(postings.indptr, postings.indices, postings.data, acc,
+                                                      np.array([0]), np.array([1.0]), k, ties, 1.0, False)
+                order = np.lexsort((ties, -weights.astype(np.float32).astype(np.float64)))[:k]
+                assert rows.tolist() == order.tolist(), (name, k, len(acc))
+                assert not acc.any()
+
+
+def test_dense_top_k_kernel_ranks_ties_by_the_lower_row():
+    """`top_k_scores` (the flat scan's top k, one query) and `base.top_k_rows` give the same rows and
+    scores, exact ties (duplicate documents, constant and negative scores) ranked by the lower row,
+    including at the cut, where argpartition alone may keep either of two equal rows."""
+    from uniret.retrieval.base import top_k_rows
+
+    rng = np.random.default_rng(2)
+    docs = rng.standard_normal((2000, 24)).astype(np.float32)
+    docs[[100, 1500]] = docs[40]
+    docs[7] = docs[1900]
+    queries = np.vstack([docs[[40, 1900, 7]], rng.standard_normal((30, 24)).astype(np.float32)])
+    cases = [docs @ q for q in queries] + [np.zeros(40, np.float32), -np.ones(9, np.float32),
+                                           (np.arange(60) % 4).astype(np.float32), np.array([3.0], np.float32)]
+    for scores in cases:
+        for k in (0, 1, 2, 3, 10, 150, len(scores), len(scores) + 3):
+            rows, values = kernels.top_k_scores(scores, k)
+            want = np.lexsort((np.arange(len(scores)), -scores))[:k]
+            assert rows.tolist() == want.tolist()
+            assert values.tolist() == scores[want].tolist()
+            idx, top = top_k_rows(scores[None, :], k)
+            assert idx[0].tolist() == want.tolist() and top[0].tolist() == scores[want].tolist()
+    assert kernels.top_k_scores(docs @ docs[40], 1)[0].tolist() == [40]  # not 100 or 1500, its copies
+
+
 def test_shortlist_rescoring_equals_numpy(monkeypatch):
     rng = np.random.default_rng(5)
     docs = rng.standard_normal((2000, 32)).astype(np.float32)
@@ -116,6 +163,7 @@ def test_fusion_kernel_equals_the_dict_interpolation():
     n_docs = 300
     docids = [f"d{rng.integers(0, 10**6)}-{i}" for i in range(n_docs)]
     ties = tie_ranks(docids)
+    slot = np.full(n_docs, -1, dtype=np.int64)
     for _ in range(30):
         parts = []
         for size in rng.integers(0, 80, 3):
@@ -124,7 +172,8 @@ def test_fusion_kernel_equals_the_dict_interpolation():
         weights = rng.random(3)
         bounds = np.cumsum([0] + [len(r) for r, _ in parts])
         rows, fused = kernels.fuse_minmax(np.concatenate([r for r, _ in parts]), np.concatenate([s for _, s in parts]),
-                                          bounds, weights, 10, ties)
+                                          bounds, weights, 10, ties, slot)
+        assert (slot == -1).all()  # the scratch is left as found, for the next query
         runs = [{"q": {docids[r]: s for r, s in zip(rows_, scores_, strict=True)}} for rows_, scores_ in parts]
         want = interpolate(runs, list(weights), 10).get("q", {})
         assert [docids[r] for r in rows] == list(want)

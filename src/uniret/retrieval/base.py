@@ -15,6 +15,7 @@ import numpy as np
 
 from uniret.core.runs import Run
 from uniret.retrieval.encoding import EncodedTexts, TextEncoder
+from uniret.retrieval.ranking import top_k_ranked
 
 
 @dataclass
@@ -80,7 +81,8 @@ class Searcher(ABC):
 def top_k_rows(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Per row of a [n, m] score matrix: indices and scores of the k best, best first.
 
-    Ties are broken by the lower column index, so results are deterministic.
+    Ties are broken by the lower column index, so results are deterministic: a row whose k-th score
+    is shared beyond the cut (argpartition keeps any of the equal columns) is ranked in full.
     """
     k = min(k, scores.shape[1])
     if k <= 0:
@@ -91,6 +93,10 @@ def top_k_rows(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     part_scores = np.take_along_axis(scores, part, axis=1)
     order = np.lexsort((part, -part_scores), axis=1)
     idx = np.take_along_axis(part, order, axis=1)
+    if k < scores.shape[1]:
+        columns = np.arange(scores.shape[1])
+        for row in np.flatnonzero((scores >= part_scores.min(axis=1)[:, None]).sum(axis=1) > k):
+            idx[row] = top_k_ranked(scores[row], k, columns)
     return idx, np.take_along_axis(scores, idx, axis=1)
 
 

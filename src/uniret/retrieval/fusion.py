@@ -14,6 +14,7 @@ reranker reading the top 1,000 gets 1,000 documents (issue 58: recall@1000 was b
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -128,6 +129,7 @@ class FusionSearcher(Searcher):
             s.has_arrays and getattr(s, "docids", None) == self.docids for s in self.searchers
         )
         self.ties = tie_ranks(self.docids) if self.on_arrays else None
+        self._scratch = threading.local()  # each serving thread's fusion slots (_slots)
         # the routes an array fusion hands to worker threads: the Lucene ones (with `parallel`, every one
         # no other route reads) that read no other's hits, the last route always left to the caller
         read = [self._reads_route(s) for s in self.searchers]
@@ -203,6 +205,13 @@ class FusionSearcher(Searcher):
             return None
         return source if self.searchers.index(source) < self.searchers.index(searcher) else None
 
+    def _slots(self) -> np.ndarray:
+        """This thread's scratch for kernels.fuse_minmax: one entry a doc, all -1 between queries."""
+        slots = getattr(self._scratch, "slots", None)
+        if slots is None:
+            slots = self._scratch.slots = np.full(len(self.docids), -1, dtype=np.int64)
+        return slots
+
     def _fuse_arrays(self, parts: list[tuple[np.ndarray, np.ndarray]], k: int) -> dict[str, float]:
         """One query's fusion on arrays: the same arithmetic, in the same order, as `interpolate` /
         `reciprocal_rank` on dicts, so both paths give identical runs."""
@@ -211,7 +220,7 @@ class FusionSearcher(Searcher):
             best, fused = kernels.fuse_minmax(
                 np.concatenate([rows for rows, _ in parts]).astype(np.int64),
                 np.concatenate([scores for _, scores in parts]).astype(np.float64),
-                bounds, np.asarray(self.weights, dtype=np.float64), k, self.ties)
+                bounds, np.asarray(self.weights, dtype=np.float64), k, self.ties, self._slots())
             return hits_dict(self.docids, best, fused)
         total = np.zeros(len(self.docids), dtype=np.float64)
         seen = np.zeros(len(self.docids), dtype=bool)

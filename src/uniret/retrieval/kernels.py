@@ -24,6 +24,8 @@ AVAILABLE = numba is not None
 
 BLOCK = 65536  # docs whose sums postings_top_k holds at once: 512 KB, within a core's cache (E55)
 SPARSE_BLOCK = 8  # a block with under 1/SPARSE_BLOCK of its docs' postings visits them rather than scanning
+FLOOR_STEPS = 24  # most bisection steps of postings_top_k's first bar (E104)
+TIE_RUN = 16  # equal scores in a run longer than this are ordered by a sort, not by insertion
 
 
 def _jit(func=None, **options):
@@ -37,7 +39,8 @@ def _jit(func=None, **options):
 @_jit
 def _ranked(rows, scores, ties, k):  # pragma: no cover - compiled
     """Positions of the k best of `scores`, best first, ties by ascending `ties[rows]`: the order of
-    `ranking.top_k_ranked`, whose cut keeps every score equal to the k-th before it sorts."""
+    `ranking.top_k_ranked`, whose cut keeps every score equal to the k-th before it sorts. One sort
+    by score, then each run of equal scores by tie (numba's sorts cost ~35 ns an element, E104)."""
     n = len(scores)
     if k <= 0:
         return np.arange(0)
@@ -46,49 +49,25 @@ def _ranked(rows, scores, ties, k):  # pragma: no cover - compiled
         pool = np.flatnonzero(scores >= kth)
     else:
         pool = np.arange(n)
-    by_tie = pool[np.argsort(ties[rows[pool]], kind="mergesort")]
-    order = by_tie[np.argsort(-scores[by_tie], kind="mergesort")]  # stable: equal scores keep tie order
+    order = pool[np.argsort(-scores[pool])]
+    i = 0
+    while i < len(order):
+        j = i + 1
+        while j < len(order) and scores[order[j]] == scores[order[i]]:
+            j += 1
+        if j - i > TIE_RUN:
+            run = order[i:j]
+            order[i:j] = run[np.argsort(ties[rows[run]], kind="mergesort")]
+        else:  # a short run: insertion sort by tie
+            for a in range(i + 1, j):
+                pos, tie = order[a], ties[rows[order[a]]]
+                b = a
+                while b > i and ties[rows[order[b - 1]]] > tie:
+                    order[b] = order[b - 1]
+                    b -= 1
+                order[b] = pos
+        i = j
     return order[:k]
-
-
-@_jit
-def _worse(score_a, tie_a, score_b, tie_b):  # pragma: no cover - compiled
-    """Whether hit a ranks below hit b: a lower score, or an equal score and a later tie rank."""
-    return score_a < score_b or (score_a == score_b and tie_a > tie_b)
-
-
-@_jit
-def _sift_down(heap_s, heap_t, heap_r, i, size):  # pragma: no cover - compiled
-    """Restore the heap below `i`: every entry ranks at or below its children (the worst hit on top)."""
-    while True:
-        worst, left, right = i, 2 * i + 1, 2 * i + 2
-        if left < size and _worse(heap_s[left], heap_t[left], heap_s[worst], heap_t[worst]):
-            worst = left
-        if right < size and _worse(heap_s[right], heap_t[right], heap_s[worst], heap_t[worst]):
-            worst = right
-        if worst == i:
-            return
-        heap_s[i], heap_s[worst] = heap_s[worst], heap_s[i]
-        heap_t[i], heap_t[worst] = heap_t[worst], heap_t[i]
-        heap_r[i], heap_r[worst] = heap_r[worst], heap_r[i]
-        i = worst
-
-
-@_jit
-def _push(heap_s, heap_t, heap_r, size, k, s, tie, row):  # pragma: no cover - compiled
-    """Offer one hit to the heap of the k best (the worst on top); the heap's new size."""
-    if size < k:  # sift the new hit up from the bottom
-        j = size
-        size += 1
-        while j > 0 and _worse(s, tie, heap_s[(j - 1) // 2], heap_t[(j - 1) // 2]):
-            parent = (j - 1) // 2
-            heap_s[j], heap_t[j], heap_r[j] = heap_s[parent], heap_t[parent], heap_r[parent]
-            j = parent
-        heap_s[j], heap_t[j], heap_r[j] = s, tie, row
-    elif _worse(heap_s[0], heap_t[0], s, tie):  # better than the worst kept: it takes its place
-        heap_s[0], heap_t[0], heap_r[0] = s, tie, row
-        _sift_down(heap_s, heap_t, heap_r, 0, size)
-    return size
 
 
 @_jit
@@ -128,16 +107,87 @@ def _raw_bar(bar, scale, round32):  # pragma: no cover - compiled
 
 
 @_jit
+def _count_at_least(acc, n, bar):  # pragma: no cover - compiled
+    """How many of acc[:n] are >= bar (a loop the compiler vectorises)."""
+    c = 0
+    for i in range(n):
+        c += acc[i] >= bar
+    return c
+
+
+@_jit
+def _bisect_floor(x, n, k, lo, hi):  # pragma: no cover - compiled
+    """A value in [lo, hi] that at least k of x[:n] reach (lo must be one), held by at most about 2k
+    of them where a few bisection steps find it, each one vectorised count."""
+    if _count_at_least(x, n, hi) >= k:
+        return hi
+    for _ in range(FLOOR_STEPS):  # at least k reach lo; fewer than k reach hi
+        mid = 0.5 * (lo + hi)
+        held = _count_at_least(x, n, mid)
+        if held >= k:
+            lo = mid
+            if held <= 2 * k:
+                break
+        else:
+            hi = mid
+    return lo
+
+
+@_jit
+def _block_floor(acc, n, k):  # pragma: no cover - compiled
+    """A raw sum that at least k of the positive `acc[:n]` reach, held by at most about 2k of them
+    where `_bisect_floor` finds it (0.0, no bar, when k or fewer are positive). Collecting the docs
+    above it and sorting them replaces a heap of the k best offered every doc, whose unpredictable
+    branches took about 45 us for 5,000 docs at k = 150 (E104)."""
+    positives, top = 0, 0.0
+    for i in range(n):
+        positives += acc[i] > 0.0
+        top = max(top, acc[i])
+    if positives <= k or k <= 0:
+        return 0.0
+    return _bisect_floor(acc, n, k, 0.0, top)
+
+
+@_jit
+def top_k_scores(scores, k):  # pragma: no cover - compiled
+    """(rows, scores) of the k best of one query's scores over every row (a flat dense scan), best
+    first, ties by the lower row: `base.top_k_rows` for one row, whose partition and three sorts
+    cost about 32 us at 5,000 rows and k = 150 (E104)."""
+    n = len(scores)
+    k = min(k, n)
+    if k <= 0:
+        return np.arange(0), scores[:0].copy()
+    lo, hi = scores[0], scores[0]
+    for i in range(n):
+        lo = min(lo, scores[i])
+        hi = max(hi, scores[i])
+    cand = np.flatnonzero(scores >= _bisect_floor(scores, n, k, np.float64(lo), np.float64(hi)))
+    best = cand[_ranked(np.arange(len(cand)), scores[cand], cand, k)]  # ties: the rows themselves
+    return best, scores[best]
+
+
+@_jit
+def _keep_best(rows, scores, size, k, ties):  # pragma: no cover - compiled
+    """Cut the first `size` (> k) collected hits to the k best, best first, in place; the k-th score,
+    the bar every later hit must reach."""
+    best = _ranked(rows[:size], scores[:size], ties, k)
+    kept_rows, kept_scores = rows[best], scores[best]
+    rows[:k], scores[:k] = kept_rows, kept_scores
+    return kept_scores[k - 1]
+
+
+@_jit
 def postings_top_k(indptr, indices, data, acc, terms, weights, k, ties, scale, round32):  # pragma: no cover
     """(rows, scores) of the k best docs with a positive score for one query: each doc's sum over
     `terms` (in the given order, as the numpy path adds them) of weight x posting, times `scale`, or
     rounded to float32 (`round32`); best first, ties by `ties` (one rank a doc).
 
     The corpus is read in blocks of len(`acc`) docs (the caller's float64 scratch, all zero, left
-    zero): every term's postings in the block are added into `acc` with no test per posting, then
-    the block's sums are offered to a heap of the k best, a scan whose test almost never passes once
-    k are held. Both loops run without the unpredictable branches of a seen-flag per posting, and a
-    block's sums stay in the core's cache (E55). A block with few postings visits them instead."""
+    zero): every term's postings in the block are added into `acc` with no test per posting (E55),
+    a block's sums staying in the core's cache. A block's hits are collected above a bar: while fewer
+    than k are held, the bar is what k of the block's own sums reach (`_block_floor`), after that the
+    k-th best so far; after each block the hits are cut to the k best, which sets the bar (E104).
+    A block with few postings visits them instead of scanning."""
     k = max(k, 0)
     block, n_terms = len(acc), len(terms)
     cur, end, first = np.empty(n_terms, np.int64), np.empty(n_terms, np.int64), np.empty(n_terms, np.int64)
@@ -146,8 +196,10 @@ def postings_top_k(indptr, indices, data, acc, terms, weights, k, ties, scale, r
         cur[t], end[t] = indptr[terms[t]], indptr[terms[t] + 1]
         if end[t] > cur[t]:
             n_docs = max(n_docs, indices[end[t] - 1] + 1)
-    heap_s, heap_t, heap_r = np.empty(k, np.float64), np.empty(k, np.int64), np.empty(k, np.int64)
-    size = 0
+    # the hits held: under 2k so far, then what a block adds (at most its docs)
+    room = 2 * k + min(block, n_docs)
+    rows, scores = np.empty(room, np.int64), np.empty(room, np.float64)
+    size, bar, ordered = 0, 0.0, False
     for lo in range(0, n_docs, block):
         hi = min(lo + block, n_docs)
         m = 0
@@ -167,20 +219,26 @@ def postings_top_k(indptr, indices, data, acc, terms, weights, k, ties, scale, r
                     if acc[i] != 0.0:
                         s = _final(acc[i], scale, round32)
                         acc[i] = 0.0
-                        if s > 0 and k > 0:
-                            size = _push(heap_s, heap_t, heap_r, size, k, s, ties[lo + i], lo + i)
-            continue
-        bar = heap_s[0] if size == k else 0.0
-        raw = _raw_bar(bar, scale, round32)
-        for i in range(hi - lo):
-            if acc[i] >= raw and acc[i] != 0.0 and k > 0:
-                s = _final(acc[i], scale, round32)
-                if s >= bar and s > 0:
-                    size = _push(heap_s, heap_t, heap_r, size, k, s, ties[lo + i], lo + i)
-                    bar = heap_s[0] if size == k else 0.0
-                    raw = _raw_bar(bar, scale, round32)
-        acc[: hi - lo] = 0.0
-    rows, scores = heap_r[:size], heap_s[:size]
+                        if s > 0 and s >= bar and k > 0:
+                            rows[size], scores[size] = lo + i, s
+                            size += 1
+        else:
+            if size < k:  # too few held to bar anything: what k of this block's sums reach
+                bar = max(bar, _final(_block_floor(acc, hi - lo, k), scale, round32))
+            raw = _raw_bar(bar, scale, round32)
+            for i in range(hi - lo):
+                if acc[i] >= raw and acc[i] != 0.0 and k > 0:
+                    s = _final(acc[i], scale, round32)
+                    if s >= bar and s > 0:
+                        rows[size], scores[size] = lo + i, s
+                        size += 1
+            acc[: hi - lo] = 0.0
+        ordered = size >= 2 * k > 0
+        if ordered:  # cut to the k best: their k-th score bars the blocks after
+            bar, size = _keep_best(rows, scores, size, k, ties), k
+    rows, scores = rows[:size], scores[:size]
+    if ordered:
+        return rows.copy(), scores.copy()
     best = _ranked(rows, scores, ties, k)
     return rows[best], scores[best]
 
@@ -300,31 +358,33 @@ def feedback_query(query, vectors, rows, scores, docs, weight):  # pragma: no co
 
 
 @_jit
-def fuse_minmax(rows, scores, bounds, weights, k, ties):  # pragma: no cover - compiled
+def fuse_minmax(rows, scores, bounds, weights, k, ties, slot):  # pragma: no cover - compiled
     """(rows, fused scores) of one query's k best: route r's hits are rows/scores[bounds[r]:bounds[r + 1]];
     each route's scores min-max normalised (all equal: 1) and weighted, a doc missing from a route
     gets 0 from it; the arithmetic and order of `fusion.interpolate`. Ties by ascending `ties`.
-    The hits are merged by sorting their rows, so the work is the routes' depth, not the corpus (E54)."""
+    The hits are merged through `slot` (the caller's scratch, one entry a corpus row, all -1, left
+    -1): a doc's position among the candidates, so the work is the routes' depth, not the corpus
+    (E54), and no sort of the hits (E104). A doc's parts are added in route order."""
     n = len(rows)
-    part = np.empty(n, dtype=np.float64)
+    cand = np.empty(n, dtype=np.int64)
+    fused = np.empty(n, dtype=np.float64)
+    m = 0
     for r in range(len(weights)):
         lo_i, hi_i = bounds[r], bounds[r + 1]
         if hi_i == lo_i:
             continue
         lo, hi = scores[lo_i:hi_i].min(), scores[lo_i:hi_i].max()
         for i in range(lo_i, hi_i):
-            part[i] = weights[r] * (1.0 if hi == lo else (scores[i] - lo) / (hi - lo))
-    order = np.argsort(rows, kind="mergesort")  # stable: a doc's routes stay in route order, as they are added
-    cand = np.empty(n, dtype=np.int64)
-    fused = np.empty(n, dtype=np.float64)
-    m = -1
-    for i in order:
-        if m < 0 or rows[i] != cand[m]:
-            m += 1
-            cand[m] = rows[i]
-            fused[m] = 0.0
-        fused[m] += part[i]
-    cand, fused = cand[: m + 1], fused[: m + 1]
+            j = slot[rows[i]]
+            if j < 0:
+                j = m
+                slot[rows[i]] = m
+                cand[m], fused[m] = rows[i], 0.0
+                m += 1
+            fused[j] += weights[r] * (1.0 if hi == lo else (scores[i] - lo) / (hi - lo))
+    for j in range(m):
+        slot[cand[j]] = -1
+    cand, fused = cand[:m], fused[:m]
     best = _ranked(cand, fused, ties, k)
     return cand[best], fused[best]
 
@@ -350,7 +410,7 @@ def warm() -> float:
     rescore_top_k(vectors, vectors[0], rows, 2)
     token_bag(rows, vectors, data)
     feedback_query(vectors[0], vectors, rows, np.ones(3, dtype=np.float64), 2, 0.5)
-    fuse_minmax(rows, np.ones(3, dtype=np.float64), rows[:2], weights, 2, ties)
+    fuse_minmax(rows, np.ones(3, dtype=np.float64), rows[:2], weights, 2, ties, np.full(3, -1, dtype=np.int64))
     return time.perf_counter() - start
 
 

@@ -30,6 +30,7 @@ from uniret.data.token_stats import idf_weights
 from uniret.retrieval import kernels
 from uniret.retrieval.base import QueryBatch, Searcher
 from uniret.retrieval.encoding import EncodedTexts
+from uniret.retrieval.query_tokens import AsciiWordPiece
 
 STATIC_DIR = "static"
 TOWER_FILE = "tower.npy"  # float16 [vocab, dim]: half the bytes, cosine to float32 > 0.9999
@@ -63,6 +64,7 @@ class StaticQueryEncoder:
         if self._backend is not None:
             self._backend.no_truncation()
             self._backend.no_padding()
+        self._ascii = AsciiWordPiece.of(self._backend) if self._backend is not None else None  # E104
 
     def for_corpus(self, documents: Sequence[str], doc_max_length: int) -> StaticQueryEncoder:
         """The same tower with the token weights of another corpus: the IDF of `documents`, the
@@ -77,7 +79,9 @@ class StaticQueryEncoder:
 
     def token_ids(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Each text's token ids, no special tokens, cut at the query length the model was trained with."""
-        if self._backend is not None:
+        if self._ascii is not None:
+            rows = [self._ascii.ids(text)[:self.max_length] for text in texts]
+        elif self._backend is not None:
             rows = [e.ids[:self.max_length] for e in self._backend.encode_batch(list(texts), add_special_tokens=False)]
         else:
             rows = self.tokenizer(list(texts), add_special_tokens=False, truncation=True,

@@ -1,0 +1,70 @@
+"""hybrid_fast over HTTP served by two source trees of uniret, the same bundle, servers alternated (E104).
+
+Usage: python lab/trees_ab.py BUNDLE --before CHECKOUT --after CHECKOUT [--servers 3] [--requests 12000]
+       [--out lab/results/served_query_cpu] [--data ../shared/data]
+       python lab/trees_ab.py --summarize lab/results/served_query_cpu
+
+CHECKOUT: a folder holding a uniret tree (e.g. `git worktree add ../before HEAD~1`), run with this
+interpreter's packages and its own `src/` first on PYTHONPATH. The trees take turns, `--servers`
+servers each: the tree's own lab/serve_threads.py with the modes bm25 and hybrid_fast, three rounds.
+summary.json: per server, hybrid_fast's QPS over the bm25 mode's in rounds 2 and 3 and both modes'
+server CPU per request. CPU figures are the machine's: take them on an idle one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from ab_summary import MODES, summarize_servers
+
+FORMS = ("before", "after")
+
+
+def summarize(out: Path) -> dict:
+    """summary.json from the servers' JSON files in `out`."""
+    return summarize_servers(out, FORMS, __doc__.split("\n\n", 2)[2].strip())
+
+
+def server_command(checkout: Path, bundle: Path, requests: int, data: Path, out: Path) -> tuple[list[str], dict]:
+    """(argv, environment) of one server run of `checkout`'s serve_threads.py."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(checkout / "src"), str(checkout / "lab")])}
+    argv = [sys.executable, str(checkout / "lab" / "serve_threads.py"), str(bundle), "--modes", *MODES,
+            "--requests", str(requests), "--params", str(checkout / "params.yaml"), "--data", str(data),
+            "--out", str(out)]
+    return argv, env
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("bundle", type=Path, nargs="?")
+    parser.add_argument("--before", type=Path)
+    parser.add_argument("--after", type=Path)
+    parser.add_argument("--servers", type=int, default=3)
+    parser.add_argument("--requests", type=int, default=12000)
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--out", type=Path, default=Path("lab/results/served_query_cpu"))
+    parser.add_argument("--summarize", type=Path, default=None, help="only rewrite summary.json of this folder")
+    args = parser.parse_args()
+    if args.summarize:
+        print(json.dumps(summarize(args.summarize)["forms"], indent=2))
+        return 0
+    if args.bundle is None or args.before is None or args.after is None:
+        parser.error("BUNDLE, --before and --after are required unless --summarize")
+    args.out.mkdir(parents=True, exist_ok=True)
+    trees = {"before": args.before.resolve(), "after": args.after.resolve()}
+    for i in range(1, args.servers + 1):
+        for form, checkout in trees.items():
+            argv, env = server_command(checkout, args.bundle.resolve(), args.requests, args.data.resolve(),
+                                       (args.out / f"{form}-{i}.json").resolve())
+            subprocess.run(argv, env=env, check=True)
+    print(json.dumps(summarize(args.out)["forms"], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
