@@ -144,6 +144,12 @@ def test_fast_scan_shortlist_ranks_its_candidates_exactly():
     assert np.mean(overlap) >= 0.95
     part = QueryBatch(["all"], [""], EncodedTexts(dense=queries[:1]))
     assert listed.search_arrays(part, 2000)[0][0].tolist() == exact.search_arrays(part, 2000)[0][0].tolist()
+    # a batch of several queries, and of none, through the exact scan's compiled top k (E104)
+    many = exact.search_arrays(QueryBatch([f"q{i}" for i in range(5)], [""] * 5, EncodedTexts(dense=queries[:5])), 10)
+    assert [rows.tolist() for rows, _ in many] == [
+        exact.search_arrays(QueryBatch(["q"], [""], EncodedTexts(dense=queries[i:i + 1])), 10)[0][0].tolist()
+        for i in range(5)]
+    assert exact.search_arrays(QueryBatch([], [], EncodedTexts(dense=queries[:0])), 10) == []
 
 
 def test_the_configured_fast_dense_route_is_the_exact_one_milvus_serves(repo_root):

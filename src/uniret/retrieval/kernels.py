@@ -185,8 +185,8 @@ def postings_top_k(indptr, indices, data, acc, terms, weights, k, ties, scale, r
     The corpus is read in blocks of len(`acc`) docs (the caller's float64 scratch, all zero, left
     zero): every term's postings in the block are added into `acc` with no test per posting (E55),
     a block's sums staying in the core's cache. A block's hits are collected above a bar: while fewer
-    than k are held, the bar is what k of the block's own sums reach (`_block_floor`), after that the
-    k-th best so far; after each block the hits are cut to the k best, which sets the bar (E104).
+    than k are held, the bar is what k of the block's own sums reach (`_block_floor`); once 2k are
+    held they are cut to the k best, whose k-th score is the bar for the blocks after (E104).
     A block with few postings visits them instead of scanning."""
     k = max(k, 0)
     block, n_terms = len(acc), len(terms)
