@@ -4,8 +4,9 @@ mode in the steady rounds, per server and per side."""
 
 from __future__ import annotations
 
+import argparse
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 MODES = ["bm25", "hybrid_fast"] * 3
@@ -38,3 +39,24 @@ def summarize_servers(out: Path, forms: Sequence[str], method: str) -> dict:
     summary = {"method": method, "forms": per_form, "servers": servers}
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def add_ab_args(parser: argparse.ArgumentParser, out: str) -> None:
+    """The options every such A/B takes: servers a side, requests a round, the output folder, --summarize."""
+    parser.add_argument("--servers", type=int, default=3)
+    parser.add_argument("--requests", type=int, default=12000)
+    parser.add_argument("--out", type=Path, default=Path(out))
+    parser.add_argument("--summarize", type=Path, default=None, help="only rewrite summary.json of this folder")
+
+
+def print_summary(summary: dict) -> int:
+    """Print the per-side figures of a summary; the exit status."""
+    print(json.dumps(summary["forms"], indent=2))
+    return 0
+
+
+def summarize_only(args: argparse.Namespace, summarize: Callable[[Path], dict]) -> bool:
+    """With --summarize: rewrite that folder's summary.json and print it (True: nothing else to do)."""
+    if args.summarize:
+        print_summary(summarize(args.summarize))
+    return bool(args.summarize)

@@ -15,7 +15,6 @@ and both modes' server CPU per request. CPU figures are the machine's: take them
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -23,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ab_summary import MODES, summarize_servers
+from ab_summary import MODES, add_ab_args, print_summary, summarize_only, summarize_servers
 
 FORMS = ("mapped", "private")
 
@@ -58,13 +57,9 @@ def summarize(out: Path) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("bundle", type=Path, nargs="?")
-    parser.add_argument("--servers", type=int, default=3)
-    parser.add_argument("--requests", type=int, default=12000)
-    parser.add_argument("--out", type=Path, default=Path("lab/results/shared_vectors"))
-    parser.add_argument("--summarize", type=Path, default=None, help="only rewrite summary.json of this folder")
+    add_ab_args(parser, "lab/results/shared_vectors")
     args = parser.parse_args()
-    if args.summarize:
-        print(json.dumps(summarize(args.summarize)["forms"], indent=2))
+    if summarize_only(args, summarize):
         return 0
     if args.bundle is None:
         parser.error("BUNDLE is required unless --summarize")
@@ -77,8 +72,7 @@ def main() -> int:
                 subprocess.run([sys.executable, str(here / "serve_threads.py"), str(folder), "--modes", *MODES,
                                 "--requests", str(args.requests), "--out", str(args.out / f"{form}-{i}.json")],
                                check=True)
-    print(json.dumps(summarize(args.out)["forms"], indent=2))
-    return 0
+    return print_summary(summarize(args.out))
 
 
 if __name__ == "__main__":

@@ -14,13 +14,12 @@ server CPU per request. CPU figures are the machine's: take them on an idle one.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-from ab_summary import MODES, summarize_servers
+from ab_summary import MODES, add_ab_args, print_summary, summarize_only, summarize_servers
 
 FORMS = ("before", "after")
 
@@ -44,14 +43,10 @@ def main() -> int:
     parser.add_argument("bundle", type=Path, nargs="?")
     parser.add_argument("--before", type=Path)
     parser.add_argument("--after", type=Path)
-    parser.add_argument("--servers", type=int, default=3)
-    parser.add_argument("--requests", type=int, default=12000)
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
-    parser.add_argument("--out", type=Path, default=Path("lab/results/served_query_cpu"))
-    parser.add_argument("--summarize", type=Path, default=None, help="only rewrite summary.json of this folder")
+    add_ab_args(parser, "lab/results/served_query_cpu")
     args = parser.parse_args()
-    if args.summarize:
-        print(json.dumps(summarize(args.summarize)["forms"], indent=2))
+    if summarize_only(args, summarize):
         return 0
     if args.bundle is None or args.before is None or args.after is None:
         parser.error("BUNDLE, --before and --after are required unless --summarize")
@@ -62,8 +57,7 @@ def main() -> int:
             argv, env = server_command(checkout, args.bundle.resolve(), args.requests, args.data.resolve(),
                                        (args.out / f"{form}-{i}.json").resolve())
             subprocess.run(argv, env=env, check=True)
-    print(json.dumps(summarize(args.out)["forms"], indent=2))
-    return 0
+    return print_summary(summarize(args.out))
 
 
 if __name__ == "__main__":

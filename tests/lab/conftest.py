@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -28,3 +30,19 @@ def lab_script(repo_root):
     for name in loaded:
         sys.modules.pop(name, None)
     sys.path.remove(lab)
+
+
+def _write_server_rounds(folder: Path, name: str, hybrid_fast_qps: list[float], bm25_qps=(1800.0, 3000.0, 2500.0)) -> None:
+    """`folder/name.json` as lab/serve_threads.py writes it for an A/B server: bm25 and hybrid_fast
+    taking turns, one round per QPS given (server CPU 0.5 and 0.9 ms a request)."""
+    rows = []
+    for bm25, fast in zip(bm25_qps, hybrid_fast_qps, strict=True):
+        rows += [{"mode": "bm25", "qps": bm25, "failed": 0, "server_cpu_ms_per_request": 0.5},
+                 {"mode": "hybrid_fast", "qps": fast, "failed": 0, "server_cpu_ms_per_request": 0.9}]
+    (folder / f"{name}.json").write_text(json.dumps({"modes": rows}))
+
+
+@pytest.fixture
+def server_rounds():
+    """write(folder, name, hybrid_fast_qps): a fake A/B server's serve_threads.py file (`_write_server_rounds`)."""
+    return _write_server_rounds

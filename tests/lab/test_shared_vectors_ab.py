@@ -23,14 +23,10 @@ def test_the_forms_differ_in_dense_npy_alone_and_the_original_is_untouched(lab_s
     assert {p.name: p.stat().st_mtime_ns for p in tiny_bundle.iterdir()} == before
 
 
-def test_the_summary_pairs_each_servers_steady_rounds(lab_script, tmp_path):
+def test_the_summary_pairs_each_servers_steady_rounds(lab_script, server_rounds, tmp_path):
     ab = lab_script("shared_vectors_ab")
-    for name, fast in (("mapped-1", [900.0, 1900.0, 2000.0]), ("private-1", [800.0, 1500.0, 1600.0])):
-        rows = []
-        for bm25_qps, fast_qps in zip([1800.0, 3000.0, 2500.0], fast, strict=True):
-            rows += [{"mode": "bm25", "qps": bm25_qps, "failed": 0, "server_cpu_ms_per_request": 0.5},
-                     {"mode": "hybrid_fast", "qps": fast_qps, "failed": 0, "server_cpu_ms_per_request": 0.9}]
-        (tmp_path / f"{name}.json").write_text(json.dumps({"modes": rows}))
+    server_rounds(tmp_path, "mapped-1", [900.0, 1900.0, 2000.0])
+    server_rounds(tmp_path, "private-1", [800.0, 1500.0, 1600.0])
     summary = ab.summarize(tmp_path)
     assert summary["forms"]["mapped"]["ratio_range"] == [round(1900 / 3000, 3), 0.8]
     assert summary["forms"]["private"]["ratio_mean"] == round((0.5 + 0.64) / 2, 3)

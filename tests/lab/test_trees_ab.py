@@ -3,7 +3,6 @@ PYTHONPATH, and the summary pairs each server's steady rounds per tree."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 
@@ -16,14 +15,10 @@ def test_each_tree_serves_from_its_own_source(lab_script, tmp_path):
     assert argv[argv.index("--modes") + 1:argv.index("--requests")] == ["bm25", "hybrid_fast"] * 3
 
 
-def test_the_summary_reads_each_trees_steady_rounds(lab_script, tmp_path):
+def test_the_summary_reads_each_trees_steady_rounds(lab_script, server_rounds, tmp_path):
     ab = lab_script("trees_ab")
-    for name, fast in (("before-1", [900.0, 1500.0, 1600.0]), ("after-1", [1000.0, 2400.0, 2500.0])):
-        rows = []
-        for bm25_qps, fast_qps in zip([1800.0, 3000.0, 2500.0], fast, strict=True):
-            rows += [{"mode": "bm25", "qps": bm25_qps, "failed": 0, "server_cpu_ms_per_request": 0.5},
-                     {"mode": "hybrid_fast", "qps": fast_qps, "failed": 0, "server_cpu_ms_per_request": 0.7}]
-        (tmp_path / f"{name}.json").write_text(json.dumps({"modes": rows}))
+    server_rounds(tmp_path, "before-1", [900.0, 1500.0, 1600.0])
+    server_rounds(tmp_path, "after-1", [1000.0, 2400.0, 2500.0])
     summary = ab.summarize(tmp_path)
     assert summary["forms"]["after"]["ratio_range"] == [0.8, 1.0]
     assert summary["forms"]["before"]["ratio_mean"] == round((0.5 + 0.64) / 2, 3)
