@@ -239,10 +239,11 @@ class DenseSearcher(Searcher):
         if self.fast_scan is not None and candidates < len(self.docids):
             return shortlisted(self.fast_scan, self.vectors, queries, k, max(candidates, k))
         if self.vectors is not None:
+            products = queries @ self.vectors.T  # one product for the batch
             if kernels.AVAILABLE and len(queries):  # each query's top k in one compiled call (E104)
-                hits = [kernels.top_k_scores(self.vectors @ query, k) for query in queries]
+                hits = [kernels.top_k_scores(row, k) for row in products]
                 return np.stack([s for _, s in hits]), np.stack([r for r, _ in hits])
-            idx, scores = top_k_rows(queries @ self.vectors.T, k)
+            idx, scores = top_k_rows(products, k)
             return scores, idx
         return self.index.search(queries, k)
 

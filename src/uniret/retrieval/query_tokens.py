@@ -13,7 +13,6 @@ text such as "[MASK]") goes through the tokenizer itself: both give the same ids
 
 from __future__ import annotations
 
-import json
 import re
 
 # a run of ASCII letters and digits, or one ASCII punctuation/symbol character (BERT's _is_punctuation
@@ -38,18 +37,18 @@ class AsciiWordPiece:
     @classmethod
     def of(cls, backend) -> AsciiWordPiece | None:
         """The fast path for `backend` (a `tokenizers.Tokenizer`), or None when its pipeline is not
-        BERT's (another normaliser, pre-tokenizer or model: those keep the backend)."""
-        try:
-            spec = json.loads(backend.to_str())
-        except (AttributeError, ValueError, TypeError):
+        BERT's (another normaliser, pre-tokenizer or model: those keep the backend). Read from the
+        pipeline's own objects, not its JSON (which would serialise the whole vocabulary)."""
+        from tokenizers import models, normalizers, pre_tokenizers
+
+        norm, pre = getattr(backend, "normalizer", None), getattr(backend, "pre_tokenizer", None)
+        if not (isinstance(norm, normalizers.BertNormalizer) and isinstance(pre, pre_tokenizers.BertPreTokenizer)
+                and isinstance(getattr(backend, "model", None), models.WordPiece)):
             return None
-        norm, pre, model = spec.get("normalizer") or {}, spec.get("pre_tokenizer") or {}, spec.get("model") or {}
-        if (norm.get("type"), pre.get("type"), model.get("type")) != ("BertNormalizer", "BertPreTokenizer", "WordPiece"):
+        if not norm.clean_text:  # control characters would then reach the words
             return None
-        if not norm.get("clean_text", True):  # control characters would then reach the words
-            return None
-        added = [t["content"] for t in spec.get("added_tokens") or []]
-        return cls(backend, bool(norm.get("lowercase", True)), added)
+        added = [token.content for token in backend.get_added_tokens_decoder().values()]
+        return cls(backend, bool(norm.lowercase), added)
 
     def ids(self, text: str) -> list[int]:
         """The token ids of `text`, as the backend gives them."""
