@@ -36,7 +36,7 @@ def vm_hwm_bytes() -> int:
 
 
 def _arena_sessions(arena: str) -> None:
-    """Make uniret's ONNX sessions (uniret.retrieval.onnx_encoder._session) run with the memory
+    """Make uniret's ONNX sessions (uniret.retrieval.onnx_encoder.inference_session) run with the memory
     setting `arena`: "on" leaves them as they are (CPU arena on, no memory pattern for documents);
     "pattern" plans memory per input shape as ONNX Runtime does by default (uniret before
     2026-11-26); "off" disables the arena; "shrink" shrinks it after every run."""
@@ -46,7 +46,7 @@ def _arena_sessions(arena: str) -> None:
 
     import uniret.retrieval.onnx_encoder as onnx_encoder
 
-    made = onnx_encoder._session
+    made = onnx_encoder.inference_session
 
     def session(path: Path, threads: int | None, memory_pattern: bool = True):
         if arena == "pattern":
@@ -68,7 +68,7 @@ def _arena_sessions(arena: str) -> None:
 
         return Shrinking()
 
-    onnx_encoder._session = session
+    onnx_encoder.inference_session = session
 
 
 def _encoder(kind: str, batch: int, checkpoint: Path, bundle: Path):

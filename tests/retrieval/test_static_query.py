@@ -99,7 +99,7 @@ def test_server_answers_the_fast_mode_without_an_onnx_session(tiny_bundle, tmp_p
     def no_onnx(*args, **kwargs):
         raise AssertionError("an ONNX Runtime session was created")
 
-    monkeypatch.setattr(onnx_encoder, "_session", no_onnx)
+    monkeypatch.setattr(onnx_encoder, "inference_session", no_onnx)
     searchers = bundle_loader(None, modes="served")(bundle_dir)
     assert "hybrid_fast" in searchers and set(searchers) <= set(QUERY_FREE_MODES)
     assert "dense" not in searchers and "lexical" not in searchers

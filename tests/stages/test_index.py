@@ -84,6 +84,7 @@ def test_index_stage_writes_a_complete_bundle(built):
         assert manifest["parity"][key] >= 0.9999
     assert metrics["parity"] == manifest["parity"]
     assert (ctx.stage_dir("index") / MANIFEST).is_file()
+    assert not list(ctx.stage_dir("index").glob(".teacher-*"))  # the distillation's dense graph is not an output
     # hybrid_bm25's weights were learned over the RM3-expanded BM25 signal the params chose
     entry = manifest["fusion"]["modes"]["hybrid_bm25"]
     assert entry["runs"] == ["lexical", "dense", "bm25_rm3"] and 0.0 <= entry["dev_single"]["bm25_rm3"] <= 1.0

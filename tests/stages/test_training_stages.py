@@ -100,6 +100,25 @@ def test_mined_negatives_lie_in_the_rank_window_of_the_warmup_dense_head(dag):
         assert set(record.negatives) <= window
 
 
+def test_mining_through_the_onnx_twin_gives_the_negatives_torch_gives(dag, tmp_path, caplog):
+    """`training.mine.encoder`: the DAG mined through the warm-up model's ONNX twin (the default);
+    the torch model mines the same negatives, and the twin's graphs do not outlive the stage."""
+    ctx, results = dag
+    assert results["mine"]["dense_encoder"] == results["mine"]["sparse_encoder"] == "onnx"
+    art = tmp_path / "artifacts"
+    art.mkdir()
+    for stage in ("validate", "bm25", "warmup"):
+        (art / stage).symlink_to(ctx.stage_dir(stage))
+    mine = {**ctx.params.raw["training"]["mine"], "encoder": "torch"}
+    with caplog.at_level("INFO", logger="uniret.export"):
+        torch_run = run_stage("mine", _with(ctx, art, training={"mine": mine}))
+    assert torch_run["dense_encoder"] == torch_run["sparse_encoder"] == "torch"
+    assert not any("ONNX parity ok" in r.message for r in caplog.records)  # no twin made
+    for name in ("negatives.jsonl", "dense.jsonl", "sparse.jsonl"):
+        assert (art / "mine" / name).read_bytes() == (ctx.stage_dir("mine") / name).read_bytes(), name
+    assert not list(ctx.artifacts.glob(".mine-onnx-*")) and not list(art.glob(".mine-onnx-*"))
+
+
 def test_evaluate_scores_every_trained_mode_and_the_starting_models(dag):
     ctx, _ = dag
     doc = json.loads((ctx.stage_dir("evaluate") / "metrics.json").read_text())

@@ -24,10 +24,11 @@ DOC_FILE = "doc.onnx"
 DOC_INT8_FILE = "doc.int8.onnx"  # int8 document graph for corpus passes, when its parity bounds held
 
 
-def _session(path: Path, threads: int | None, memory_pattern: bool = True, cpu_arena: bool = True
-             ) -> ort.InferenceSession:
-    """An ONNX Runtime session of `path`; `memory_pattern` False for graphs fed many input shapes;
-    `cpu_arena` False only to measure it (off, corpus passes run a third slower: E26)."""
+def inference_session(path: Path, threads: int | None = None, memory_pattern: bool = True, cpu_arena: bool = True
+                      ) -> ort.InferenceSession:
+    """An ONNX Runtime session of `path` (CUDA where onnxruntime has it, else the CPU); `memory_pattern`
+    False for graphs fed many input shapes; `cpu_arena` False only to measure it (off, corpus passes
+    run a third slower: E26)."""
     opts = ort.SessionOptions()
     opts.enable_cpu_mem_arena = cpu_arena
     opts.log_severity_level = 3  # warnings about unused initialisers etc. are noise here
@@ -78,8 +79,8 @@ class OnnxEncoder:
                 if found is None:
                     # queries (<= query_max_length shapes, batch 1 in serving) keep the pattern
                     with reading(self.paths[is_query], "ONNX model"):
-                        found = self._sessions[is_query] = _session(self.paths[is_query], self.threads,
-                                                                    memory_pattern=is_query)
+                        found = self._sessions[is_query] = inference_session(self.paths[is_query], self.threads,
+                                                                             memory_pattern=is_query)
         return found
 
     def with_batch_size(self, batch_size: int) -> OnnxEncoder:

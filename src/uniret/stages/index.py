@@ -15,6 +15,7 @@ import functools
 import hashlib
 import logging
 import shutil
+import tempfile
 import time
 from itertools import islice
 from pathlib import Path
@@ -32,7 +33,7 @@ from uniret.registry.integrity import write_checksums
 from uniret.retrieval.bundle import BM25_DIR, FORMAT_VERSION, MANIFEST, ONNX_DIR, TOKENIZER_DIR
 from uniret.retrieval.bundle_write import write_bm25_weights, write_index_structures
 from uniret.retrieval.encoding import TorchTextEncoder
-from uniret.retrieval.onnx_encoder import OnnxEncoder
+from uniret.retrieval.onnx_encoder import QUERY_FILE, OnnxEncoder
 from uniret.retrieval.sharded import EncoderSpec, encode_corpus
 from uniret.retrieval.sparse import vocab_tokens
 from uniret.runtime import MANIFEST as STAGE_MANIFEST
@@ -177,7 +178,7 @@ def _static_query(ctx: StageContext, cfg: IndexConfig, model, tokenizer, dataset
     from uniret.feedback.examples import click_examples, logged_queries
     from uniret.retrieval.corpus_cache import cached_text_vectors
     from uniret.retrieval.static_query import STATIC_DIR, load_static_query, save_static_query
-    from uniret.training.static_tower import TrainPairs, build_static_tables, teacher_vectors
+    from uniret.training.static_tower import TrainPairs, build_static_tables
 
     scfg = cfg.static_query
     if not scfg.enabled:
@@ -210,8 +211,9 @@ def _static_query(ctx: StageContext, cfg: IndexConfig, model, tokenizer, dataset
         root = ctx.artifacts / ctx.params.section("encoding").cache_dir
         vectors = functools.partial(_cached_token_vectors, root, model_key, model, tokenizer, scfg.init_batch)
         # the distillation targets per text: a nightly's texts are mostly the last night's
+        graph = bundle / ONNX_DIR / QUERY_FILE if cfg.corpus_encoder == "onnx" else None
         teacher = functools.partial(cached_text_vectors, root, model_key, f"teacher vectors (query length {qlen})",
-                                    compute=lambda ts: teacher_vectors(model, tokenizer, ts, qlen))
+                                    compute=functools.partial(_teacher_vectors, model, tokenizer, qlen, graph))
     tables = build_static_tables(model, tokenizer, [d.contents for d in docs], texts, qlen, dlen, scfg, counts,
                                  pairs, doc_vectors, vectors, teacher)
     tables.meta.update(train_labels=scfg.train_labels and pairs is not None,
@@ -219,6 +221,21 @@ def _static_query(ctx: StageContext, cfg: IndexConfig, model, tokenizer, dataset
     save_static_query(bundle / STATIC_DIR, tables.tower, tables.token_weights, tables.meta)
     # read back as serving reads it, so fusion weights are learned on the stored (float16) tower
     return load_static_query(bundle / STATIC_DIR, tokenizer, qlen), tables.meta
+
+
+def _teacher_vectors(model, tokenizer, qlen: int, query_graph: Path | None, texts) -> Any:
+    """The static tower's distillation targets of `texts`: the trained query encoder's dense vectors,
+    through the bundle's query graph cut to its dense output when the corpus passes run ONNX (the same
+    vectors, 1.6x faster on 2 CPU cores: E105), else the torch model (on the GPU, if any)."""
+    from uniret.export.subgraph import DenseGraph, dense_subgraph
+    from uniret.training.static_tower import teacher_vectors
+
+    if query_graph is None:
+        return teacher_vectors(model, tokenizer, texts, qlen)
+    # beside the bundle, inside the stage's temporary output: gone before the stage publishes
+    with tempfile.TemporaryDirectory(dir=query_graph.parents[2], prefix=".teacher-") as work:
+        graph = DenseGraph(dense_subgraph(query_graph, Path(work) / "dense.onnx"))
+        return teacher_vectors(model, tokenizer, texts, qlen, dense=graph)
 
 
 def _cached_token_vectors(root: Path, model_key: str, model, tokenizer, batch: int, ids) -> Any:

@@ -1,7 +1,7 @@
 """Stage mine: self-mined hard negatives N_den and N_lex (UnifieR Eq. 8; LED's N_mix).
 
 Encodes the training corpus and queries with the warm-up model (uniret.retrieval.encoding; corpus
-encodings cached per model and corpus), retrieves the top `training.mine.depth` per head (dense:
+encodings cached per model and corpus; on a CPU through its ONNX twin, uniret.export.twin), retrieves the top `training.mine.depth` per head (dense:
 exact faiss inner product; lexical: exact sparse products over quantized impacts, as the impact
 index scores) and samples `per_channel` negatives per head from the rank window (positives
 excluded). LED mines N_lex with its frozen lexical teacher (recipe plan `lexical_miner: teacher`).
@@ -12,7 +12,9 @@ Outputs artifacts/mine/:
 
 from __future__ import annotations
 
+import functools
 import logging
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -58,29 +60,82 @@ def _miners(ctx: StageContext, recipe, warmup_dir: Path) -> dict[str, tuple[Any,
     return miners
 
 
-def _rank(ctx: StageContext, channel: str, model, tokenizer, checkpoint, docs, queries, depth: int):
-    """(run of the top `depth`, {qid: weakest positive score} helper inputs) of one head."""
-    from uniret.retrieval.corpus_cache import cached_corpus_encoding, model_key
+class _Miner:
+    """One model's mining encoder: the torch model, or its ONNX twin (uniret.export.twin) made on
+    the first corpus pass that needs it (a corpus already in the encoding cache needs none)."""
+
+    def __init__(self, encoder, spec, key: str, twin=None):
+        self.encoder, self.spec, self.key = encoder, spec, key
+        self._twin = twin  # () -> (encoder, spec) or None: how to make the twin, until it is made
+
+    @property
+    def kind(self) -> str:
+        """"onnx" once the twin took over, else "torch"."""
+        return "onnx" if self.spec is not None and self.spec.kind == "onnx" else "torch"
+
+    def for_corpus(self):
+        """(encoder, shard spec) of a corpus pass: the twin if it can be made."""
+        if self._twin is not None:
+            made, self._twin = self._twin(), None
+            if made is not None:
+                self.encoder, self.spec = made
+        return self.encoder, self.spec
+
+
+def _miners_encoders(ctx: StageContext, cfg, miners, docs, queries: dict[str, str], work: Path) -> dict[str, _Miner]:
+    """{channel: _Miner}, one per distinct model; a warm-up checkpoint's model may run as its ONNX
+    twin when `cfg.encoder` is onnx, else torch (fp32 or `cfg.amp`, documents cut at `cfg.doc_max_length`)."""
+    from uniret.retrieval.corpus_cache import model_key
     from uniret.retrieval.encoding import TorchTextEncoder
+
+    batch = ctx.params.section("encoding").batch_size
+    built: dict[int, _Miner] = {}
+    for model, tokenizer, checkpoint in miners.values():
+        if id(model) in built:
+            continue
+        mcfg = model.model_config
+        encoder = TorchTextEncoder(model, tokenizer, batch, mcfg.query_max_length,
+                                   cfg.doc_max_length or mcfg.doc_max_length, amp=cfg.amp)
+        # the twin's fp32 encodings are the torch model's (export parity): one cache entry for both
+        key = model_key(model, checkpoint) + encoder.variant_key()  # shorter documents, bf16: their own entry
+        spec = _shard_spec(checkpoint, encoder)
+        twin = None
+        if cfg.encoder == "onnx" and spec is not None:
+            twin = functools.partial(_twin, ctx, encoder, spec, work / f"model-{len(built)}", queries, docs[1])
+        built[id(model)] = _Miner(encoder, spec, key, twin)
+    return {channel: built[id(model)] for channel, (model, _, _) in miners.items()}
+
+
+def _twin(ctx: StageContext, encoder, spec, folder: Path, queries: dict[str, str], texts: list[str]):
+    """(the ONNX twin of `encoder`, its shard spec), or None when its parity check failed."""
+    from uniret.export.twin import TOKENIZER_DIR, onnx_twin
+    from uniret.retrieval.sharded import EncoderSpec
+
+    export = ctx.params.section("index").export  # the index stage's parity bounds and parity texts
+    twin = onnx_twin(encoder, folder, list(queries.values())[:export.parity.queries], texts[:export.parity.docs],
+                     export)
+    if twin is None:
+        return None
+    return twin, EncoderSpec("onnx", str(folder), spec.batch_size, spec.query_max_length, spec.doc_max_length,
+                             tokenizer=str(folder / TOKENIZER_DIR))
+
+
+def _rank(ctx: StageContext, channel: str, miner: _Miner, docs, queries, depth: int):
+    """(run of the top `depth`, {qid: weakest positive score} helper inputs) of one head."""
+    from uniret.retrieval.corpus_cache import cached_corpus_encoding
     from uniret.retrieval.lexical import MemoryImpactIndex
     from uniret.retrieval.sharded import encode_corpus
 
     rcfg = ctx.params.section("retrieval")
-    training = ctx.params.section("training")
-    cfg = model.model_config
-    doc_length = training.mine.doc_max_length or cfg.doc_max_length
-    encoder = TorchTextEncoder(model, tokenizer, ctx.params.section("encoding").batch_size,
-                               cfg.query_max_length, doc_length, amp=training.mine.amp)
     docids, texts, corpus_path = docs
-    key = model_key(model, checkpoint) + encoder.variant_key()  # shorter documents, bf16: their own entry
     dist = ctx.params.section("distributed")
     doc_enc = cached_corpus_encoding(
-        ctx.artifacts / ctx.params.section("encoding").cache_dir, key, corpus_path, docids,
-        lambda: encode_corpus(encoder, _shard_spec(checkpoint, encoder), texts, docids, dist.encode_shards,
-                              dist.encode_threads), label=f"mine/{channel}",
+        ctx.artifacts / ctx.params.section("encoding").cache_dir, miner.key, corpus_path, docids,
+        lambda: encode_corpus(*miner.for_corpus(), texts, docids, dist.encode_shards, dist.encode_threads),
+        label=f"mine/{channel}",
     )
     qids = list(queries)
-    q_enc = encoder.encode([queries[q] for q in qids], is_query=True)
+    q_enc = miner.encoder.encode([queries[q] for q in qids], is_query=True)
     if channel == "dense":
         scores, idx = _exact_dense_search(doc_enc.dense, q_enc.dense, min(depth, len(docids)))
         run: Run = {q: {docids[j]: float(s) for j, s in zip(row_i, row_s, strict=True) if j >= 0}
@@ -144,17 +199,20 @@ def run(ctx: StageContext) -> dict[str, Any]:
 
     mined: dict[str, dict[str, list[str]]] = {}
     metrics: dict[str, Any] = {"queries": len(records), "window": [cfg.window_start, cfg.window_end]}
-    for channel, (model, tokenizer, checkpoint) in _miners(ctx, recipe, warmup).items():
-        ranking, qids, exact = _rank(ctx, channel, model, tokenizer, checkpoint, docs, queries, cfg.depth)
-        floors = None
-        if cfg.false_negative_ratio is not None:
-            floors = {q: float(np.min(exact(i, [row[p] for p in positives[q]])))
-                      for i, q in enumerate(qids) if positives[q]}
-        mined[channel] = sample_window(ranking, positives, (cfg.window_start, cfg.window_end), cfg.per_channel,
-                                       cfg.seed, channel, floors, cfg.false_negative_ratio)
-        metrics[f"{channel}_positive_recall@{cfg.depth}"] = round(positive_recall(ranking, positives), 4)
-        metrics[f"{channel}_negatives_per_query"] = round(
-            float(np.mean([len(v) for v in mined[channel].values()])) if mined[channel] else 0.0, 3)
+    with tempfile.TemporaryDirectory(dir=ctx.artifacts, prefix=".mine-onnx-") as work:
+        encoders = _miners_encoders(ctx, cfg, _miners(ctx, recipe, warmup), docs, queries, Path(work))
+        for channel, miner in encoders.items():
+            ranking, qids, exact = _rank(ctx, channel, miner, docs, queries, cfg.depth)
+            floors = None
+            if cfg.false_negative_ratio is not None:
+                floors = {q: float(np.min(exact(i, [row[p] for p in positives[q]])))
+                          for i, q in enumerate(qids) if positives[q]}
+            mined[channel] = sample_window(ranking, positives, (cfg.window_start, cfg.window_end), cfg.per_channel,
+                                           cfg.seed, channel, floors, cfg.false_negative_ratio)
+            metrics[f"{channel}_positive_recall@{cfg.depth}"] = round(positive_recall(ranking, positives), 4)
+            metrics[f"{channel}_encoder"] = miner.kind  # what encoded its queries: onnx (the twin) or torch
+            metrics[f"{channel}_negatives_per_query"] = round(
+                float(np.mean([len(v) for v in mined[channel].values()])) if mined[channel] else 0.0, 3)
 
     def records_of(channels: list[str]) -> list[NegativesRecord]:
         return [NegativesRecord(r.query_id, r.query, r.positives,

@@ -85,20 +85,34 @@ def token_vectors(model: torch.nn.Module, tokenizer, batch: int, ids: np.ndarray
 
 
 def teacher_vectors(model: torch.nn.Module, tokenizer, texts: Sequence[str], max_length: int,
-                    batch: int = 128) -> np.ndarray:
-    """[n, dim]: the trained query encoder's normalised dense output for each text."""
-    dense = _dense_part(model).eval()
+                    batch: int = 128, dense: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+                    ) -> np.ndarray:
+    """[n, dim]: the trained query encoder's normalised dense output for each text. `dense`: another
+    runner of that output, (input_ids, attention_mask) -> [batch, dim], used instead of the torch
+    model: the query graph cut to it (uniret.export.subgraph.DenseGraph) gives the same vectors, 1.6x
+    faster on 2 CPU cores (E105)."""
+    if dense is None:
+        module = _dense_part(model).eval()
+        vectors = lambda ids, mask: _query_vectors(module, torch.from_numpy(ids), torch.from_numpy(mask))  # noqa: E731
+    else:
+        vectors = lambda ids, mask: _normalised(dense(ids, mask))  # noqa: E731
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths pad little
     out: np.ndarray | None = None
     for start in tqdm(range(0, len(order), batch), desc="static tower: teacher queries", leave=False):
         rows = order[start:start + batch]
         enc = tokenizer([texts[i] for i in rows], padding=True, truncation=True, max_length=max_length,
-                        return_tensors="pt")
-        vecs = _query_vectors(dense, enc["input_ids"], enc["attention_mask"])
+                        return_tensors="np")
+        vecs = vectors(enc["input_ids"].astype(np.int64), enc["attention_mask"].astype(np.int64))
         if out is None:
             out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)
         out[rows] = vecs
     return out if out is not None else np.zeros((0, 0), dtype=np.float32)
+
+
+def _normalised(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length, as torch.nn.functional.normalize (a zero row stays zero)."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
 
 def _bags(tokenizer, texts: Sequence[str], max_length: int, special: np.ndarray) -> tuple[list[np.ndarray], list[int]]:

@@ -1,0 +1,46 @@
+"""A torch model's ONNX twin for one long pass over texts, in a working folder (not shipped).
+
+The mine stage encodes the training corpus with the warm-up model, which no bundle carries. On two
+CPU cores onnxruntime runs that model's fp32 graphs about twice as fast as torch with the same
+encodings (E105), so the stage exports them with the legacy exporter (about 2 s for the pair,
+dynamo's takes 14), checks them against torch as the index stage checks a bundle's, and encodes
+through them. A failed check costs nothing but the time: the caller keeps the torch encoder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+from uniret.config.retrieval import ExportConfig
+from uniret.core.errors import StageFailed
+from uniret.export.onnx import export_encoders
+from uniret.export.parity import check_parity
+from uniret.retrieval.encoding import TorchTextEncoder
+from uniret.retrieval.onnx_encoder import OnnxEncoder
+
+log = logging.getLogger("uniret.export")
+
+TOKENIZER_DIR = "tokenizer"  # beside the graphs: shard workers rebuild the encoder from the folder
+
+
+def onnx_twin(encoder: TorchTextEncoder, folder: Path, queries: Sequence[str], docs: Sequence[str],
+              cfg: ExportConfig) -> OnnxEncoder | None:
+    """An OnnxEncoder of `encoder`'s model at its batch size and lengths, its graphs exported into
+    `folder` and held to `cfg.parity` against `encoder` on `queries` and `docs`; None (logged) when
+    the check fails or the model cannot be exported, so the caller encodes with torch."""
+    model, tokenizer = encoder.model, encoder.tokenizer
+    if encoder.device.type != "cpu":  # the exporter traces on the CPU, moving the model there in place
+        return None
+    qlen, dlen = encoder.max_length[True], encoder.max_length[False]
+    try:
+        export_encoders(model, tokenizer, folder, dataclasses.replace(cfg, dynamo=False), qlen, dlen)
+        twin = OnnxEncoder(folder, tokenizer, encoder.batch_size, qlen, dlen)
+        check_parity(encoder, twin, queries, docs, cfg.parity)
+    except (StageFailed, RuntimeError) as err:  # torch.onnx raises RuntimeError subclasses
+        log.warning("ONNX twin of %s not used, encoding with torch: %s", type(model).__name__, err)
+        return None
+    tokenizer.save_pretrained(str(folder / TOKENIZER_DIR))
+    return twin
