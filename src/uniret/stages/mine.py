@@ -1,10 +1,11 @@
 """Stage mine: self-mined hard negatives N_den and N_lex (UnifieR Eq. 8; LED's N_mix).
 
 Encodes the training corpus and queries with the warm-up model (uniret.retrieval.encoding; corpus
-encodings cached per model and corpus; on a CPU through its ONNX twin, uniret.export.twin), retrieves the top `training.mine.depth` per head (dense:
-exact faiss inner product; lexical: exact sparse products over quantized impacts, as the impact
-index scores) and samples `per_channel` negatives per head from the rank window (positives
-excluded). LED mines N_lex with its frozen lexical teacher (recipe plan `lexical_miner: teacher`).
+encodings cached per model and corpus; on a CPU through its ONNX twin, uniret.export.twin),
+retrieves the top `training.mine.depth` per head (dense: exact faiss inner product; lexical: exact
+sparse products over quantized impacts, as the impact index scores) and samples `per_channel`
+negatives per head from the rank window (positives excluded). LED mines N_lex with its frozen
+lexical teacher (recipe plan `lexical_miner: teacher`).
 Outputs artifacts/mine/:
   negatives.jsonl        N_den U N_lex per query (the format of bm25's negatives.jsonl)
   <channel>.jsonl        each head's negatives alone (dense.jsonl, sparse.jsonl)
