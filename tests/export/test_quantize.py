@@ -98,9 +98,9 @@ def test_int8_document_encodings_depend_on_their_batch_and_share_sessions_across
     assert batch8.session(False).get_session_options().enable_mem_pattern is False
     assert batch8.session(True).get_session_options().enable_mem_pattern is True
     assert batch8.session(False).get_session_options().enable_cpu_mem_arena is True
-    from uniret.retrieval.onnx_encoder import _session
+    from uniret.retrieval.onnx_encoder import inference_session
 
-    assert _session(batch8.paths[False], 1, cpu_arena=False).get_session_options().enable_cpu_mem_arena is False
+    assert inference_session(batch8.paths[False], 1, cpu_arena=False).get_session_options().enable_cpu_mem_arena is False
 
 
 def test_int8_document_graph_below_its_bounds_or_disabled_is_not_written(onnx_dir, tiny_bundle):
