@@ -33,6 +33,7 @@ def onnx_twin(encoder: TorchTextEncoder, folder: Path, queries: Sequence[str], d
     the check fails or the model cannot be exported, so the caller encodes with torch."""
     model, tokenizer = encoder.model, encoder.tokenizer
     if encoder.device.type != "cpu":  # the exporter traces on the CPU, moving the model there in place
+        log.info("no ONNX twin of %s: it runs on %s, which encodes in torch", type(model).__name__, encoder.device)
         return None
     qlen, dlen = encoder.max_length[True], encoder.max_length[False]
     try:

@@ -226,7 +226,7 @@ def _static_query(ctx: StageContext, cfg: IndexConfig, model, tokenizer, dataset
 def _teacher_vectors(model, tokenizer, qlen: int, query_graph: Path | None, texts) -> Any:
     """The static tower's distillation targets of `texts`: the trained query encoder's dense vectors,
     through the bundle's query graph cut to its dense output when the corpus passes run ONNX (the same
-    vectors, 1.6x faster on 2 CPU cores: E105), else the torch model (on the GPU, if any)."""
+    vectors, 1.7-1.8x faster on 2 CPU cores: E105), else the torch model (on the GPU, if any)."""
     from uniret.export.subgraph import DenseGraph, dense_subgraph
     from uniret.training.static_tower import teacher_vectors
 

@@ -89,8 +89,8 @@ def teacher_vectors(model: torch.nn.Module, tokenizer, texts: Sequence[str], max
                     ) -> np.ndarray:
     """[n, dim]: the trained query encoder's normalised dense output for each text. `dense`: another
     runner of that output, (input_ids, attention_mask) -> [batch, dim], used instead of the torch
-    model: the query graph cut to it (uniret.export.subgraph.DenseGraph) gives the same vectors, 1.6x
-    faster on 2 CPU cores (E105)."""
+    model: the query graph cut to it (uniret.export.subgraph.DenseGraph) gives the same vectors,
+    1.7-1.8x faster on 2 CPU cores (E105)."""
     if dense is None:
         module = _dense_part(model).eval()
         vectors = lambda ids, mask: _query_vectors(module, torch.from_numpy(ids), torch.from_numpy(mask))  # noqa: E731
