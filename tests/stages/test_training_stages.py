@@ -119,6 +119,32 @@ def test_mining_through_the_onnx_twin_gives_the_negatives_torch_gives(dag, tmp_p
     assert not list(ctx.artifacts.glob(".mine-onnx-*")) and not list(art.glob(".mine-onnx-*"))
 
 
+def test_the_trained_source_ranks_through_the_onnx_twin_as_through_torch(dag, tmp_path, caplog):
+    """evaluate's trained source encodes its corpora through the model's ONNX twin where the index
+    stage's corpus passes run ONNX (the default), and ranks as the torch model does."""
+    from uniret.evaluation.model_source import TrainedModelSource
+
+    ctx, _ = dag
+    runs = {}
+    for kind in ("onnx", "torch"):
+        art = tmp_path / kind
+        art.mkdir()
+        for stage in ("validate", "bm25", *TRAINING):
+            (art / stage).symlink_to(ctx.stage_dir(stage))
+        caplog.clear()
+        with caplog.at_level("INFO", logger="uniret.export"):
+            runs[kind] = TrainedModelSource().runs(_with(ctx, art, index={"corpus_encoder": kind}))
+        assert any("ONNX parity ok" in r.message for r in caplog.records) == (kind == "onnx")
+        assert not list(art.glob(".eval-onnx-*"))  # the twin's graphs do not outlive the source
+    assert set(runs["onnx"]) == set(runs["torch"]) and runs["torch"]
+    for system, by_dataset in runs["torch"].items():
+        for dataset, run in by_dataset.items():
+            other = runs["onnx"][system][dataset]
+            top = {q: sorted(d, key=d.get, reverse=True)[:10] for q, d in run.items()}
+            differ = [q for q in run if sorted(other[q], key=other[q].get, reverse=True)[:10] != top[q]]
+            assert len(differ) <= max(1, len(run) // 50), (system, dataset, differ)  # float ties at most
+
+
 def test_evaluate_scores_every_trained_mode_and_the_starting_models(dag):
     ctx, _ = dag
     doc = json.loads((ctx.stage_dir("evaluate") / "metrics.json").read_text())

@@ -1,4 +1,5 @@
-"""Run sources "trained" and "zeroshot": retrieval with torch models over every eval dataset.
+"""Run sources "trained" and "zeroshot": retrieval with torch models over every eval dataset
+(their corpus passes through the models' ONNX twins where the index stage's run ONNX, E105).
 
 - "trained": the final checkpoint of the training stages (distill, else continual, else warmup),
   in every mode of its recipe's `eval_modes` (recipes/<recipe>.yaml), systems "<recipe>/<mode>":
@@ -15,6 +16,7 @@ under artifacts/<encoding.cache_dir>, so an unchanged model is never re-encoded.
 from __future__ import annotations
 
 import logging
+import tempfile
 from pathlib import Path
 
 from uniret.config.modes import MODEL_SEARCH_MODES
@@ -39,16 +41,32 @@ def model_runs(
     bm25_weight: float | None = None,
 ) -> Runs:
     """{"<prefix>/<mode>": {dataset: Run}} for `model` on every eval dataset (see module doc)."""
+    from uniret.export.twin import LazyTwin
+    from uniret.retrieval.encoding import TorchTextEncoder
+
+    mcfg = model.model_config
+    encoder = TorchTextEncoder(model, tokenizer, ctx.params.section("encoding").batch_size, mcfg.query_max_length,
+                               mcfg.doc_max_length)
+    index = ctx.params.section("index")
+    with tempfile.TemporaryDirectory(dir=ctx.artifacts, prefix=".eval-onnx-") as work:
+        # corpus passes run as the index stage's do (onnx on a CPU, E105); the twin's encodings are
+        # the model's (export parity), so they share its cache entries
+        if index.corpus_encoder == "onnx":
+            encoder = LazyTwin(encoder, Path(work), index.export)
+        return _model_runs(ctx, encoder, model_id, modes, prefix, bm25_weight)
+
+
+def _model_runs(ctx: StageContext, encoder, model_id: str, modes: list[str], prefix: str,
+                bm25_weight: float | None) -> Runs:
+    """model_runs with its encoder made: torch, or a LazyTwin whose first uncached corpus makes the twin."""
+    from uniret.export.twin import LazyTwin
     from uniret.retrieval.base import encode_queries
     from uniret.retrieval.corpus_cache import cached_corpus_encoding
-    from uniret.retrieval.encoding import TorchTextEncoder
     from uniret.retrieval.modes import build_searchers, memory_corpus_index
 
     rcfg = ctx.params.section("retrieval")
     ecfg = ctx.params.section("encoding")
     data = ctx.params.section("data")
-    mcfg = model.model_config
-    encoder = TorchTextEncoder(model, tokenizer, ecfg.batch_size, mcfg.query_max_length, mcfg.doc_max_length)
     search_modes = [m for m in modes if m in MODEL_SEARCH_MODES]
     if "clear" in modes and "dense" not in search_modes:
         search_modes.append("dense")
@@ -57,13 +75,19 @@ def model_runs(
         dataset = ctx.dataset(name)
         docs = list(dataset.iter_corpus())
         docids = [d.id for d in docs]
-        encoded = cached_corpus_encoding(
-            ctx.artifacts / ecfg.cache_dir, model_id, dataset.corpus_path, docids,
-            lambda docs=docs: encoder.encode([d.contents for d in docs], is_query=False), label=f"{prefix}/{name}",
-        )
+        queries = dataset.split_queries(data.eval_split)
+        texts = [d.contents for d in docs]
+
+        def corpus(texts=texts, queries=queries):
+            if isinstance(encoder, LazyTwin):
+                return encoder.corpus_encoder(list(queries.values()), texts).encode(texts, is_query=False)
+            return encoder.encode(texts, is_query=False)
+
+        encoded = cached_corpus_encoding(ctx.artifacts / ecfg.cache_dir, model_id, dataset.corpus_path, docids,
+                                         corpus, label=f"{prefix}/{name}")
         index = memory_corpus_index(docids, encoded, rcfg)
         searchers = build_searchers(index, rcfg, encoder, modes=search_modes)
-        batch = encode_queries(dataset.split_queries(data.eval_split), encoder)
+        batch = encode_queries(queries, encoder)
         depth = max(rcfg.k, ctx.params.section("training").evaluation.clear_depth) if "clear" in modes else rcfg.k
         found = {mode: s.search_batch(batch, depth if mode == "dense" else rcfg.k) for mode, s in searchers.items()}
         if "clear" in modes:

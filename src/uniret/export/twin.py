@@ -4,7 +4,8 @@ The mine stage encodes the training corpus with the warm-up model, which no bund
 CPU cores onnxruntime runs that model's fp32 graphs about twice as fast as torch with the same
 encodings (E105), so the stage exports them with the legacy exporter (about 2 s for the pair,
 dynamo's takes 14), checks them against torch as the index stage checks a bundle's, and encodes
-through them. A failed check costs nothing but the time: the caller keeps the torch encoder.
+through them. A failed check costs nothing but the time: the caller keeps the torch encoder. The evaluate stage's
+trained and zero-shot sources encode every evaluation corpus the same way (`LazyTwin`).
 """
 
 from __future__ import annotations
@@ -45,3 +46,34 @@ def onnx_twin(encoder: TorchTextEncoder, folder: Path, queries: Sequence[str], d
         return None
     tokenizer.save_pretrained(str(folder / TOKENIZER_DIR))
     return twin
+
+
+class LazyTwin:
+    """A torch encoder whose corpus passes go to its ONNX twin, made (in `folder`) on the first pass
+    that asks for it (a corpus the encoding cache holds asks for none); every text after that, queries
+    included, goes through the twin. Other attributes are the current encoder's."""
+
+    def __init__(self, encoder: TorchTextEncoder, folder: Path, cfg: ExportConfig):
+        self.current: TorchTextEncoder | OnnxEncoder = encoder
+        self.folder, self.cfg = folder, cfg
+        self.made = False
+        self._tried = False
+
+    def corpus_encoder(self, queries: Sequence[str], docs: Sequence[str]) -> TorchTextEncoder | OnnxEncoder:
+        """The encoder of a corpus pass: the twin, held to `cfg.parity` on the first of `queries` and
+        `docs` when first asked for, else (its check failed) the torch encoder."""
+        if not self._tried:
+            self._tried = True
+            parity = self.cfg.parity
+            twin = onnx_twin(self.current, self.folder, list(queries)[:parity.queries], list(docs)[:parity.docs],
+                             self.cfg)
+            if twin is not None:
+                self.current, self.made = twin, True
+        return self.current
+
+    def encode(self, texts: Sequence[str], is_query: bool):
+        """Encode through the current encoder (the twin once made)."""
+        return self.current.encode(texts, is_query)
+
+    def __getattr__(self, name: str):
+        return getattr(self.current, name)

@@ -13,7 +13,6 @@ Outputs artifacts/mine/:
 
 from __future__ import annotations
 
-import functools
 import logging
 import tempfile
 from pathlib import Path
@@ -62,30 +61,36 @@ def _miners(ctx: StageContext, recipe, warmup_dir: Path) -> dict[str, tuple[Any,
 
 
 class _Miner:
-    """One model's mining encoder: the torch model, or its ONNX twin (uniret.export.twin) made on
-    the first corpus pass that needs it (a corpus already in the encoding cache needs none)."""
+    """One model's mining encoder, its shard spec and its corpus-cache key: the torch model, or a
+    LazyTwin of it (uniret.export.twin) whose twin the first corpus pass makes."""
 
-    def __init__(self, encoder, spec, key: str, twin=None):
+    def __init__(self, encoder, spec, key: str):
         self.encoder, self.spec, self.key = encoder, spec, key
-        self._twin = twin  # () -> (encoder, spec) or None: how to make the twin, until it is made
 
     @property
     def kind(self) -> str:
         """"onnx" once the twin took over, else "torch"."""
-        return "onnx" if self.spec is not None and self.spec.kind == "onnx" else "torch"
+        return "onnx" if getattr(self.encoder, "made", False) else "torch"
 
-    def for_corpus(self):
+    def for_corpus(self, queries: list[str], texts: list[str]):
         """(encoder, shard spec) of a corpus pass: the twin if it can be made."""
-        if self._twin is not None:
-            made, self._twin = self._twin(), None
-            if made is not None:
-                self.encoder, self.spec = made
-        return self.encoder, self.spec
+        from uniret.export.twin import TOKENIZER_DIR, LazyTwin
+        from uniret.retrieval.sharded import EncoderSpec
+
+        if not isinstance(self.encoder, LazyTwin):
+            return self.encoder, self.spec
+        encoder = self.encoder.corpus_encoder(queries, texts)
+        if self.encoder.made:
+            folder = self.encoder.folder
+            self.spec = EncoderSpec("onnx", str(folder), self.spec.batch_size, self.spec.query_max_length,
+                                    self.spec.doc_max_length, tokenizer=str(folder / TOKENIZER_DIR))
+        return encoder, self.spec
 
 
-def _miners_encoders(ctx: StageContext, cfg, miners, docs, queries: dict[str, str], work: Path) -> dict[str, _Miner]:
+def _miners_encoders(ctx: StageContext, cfg, miners, work: Path) -> dict[str, _Miner]:
     """{channel: _Miner}, one per distinct model; a warm-up checkpoint's model may run as its ONNX
     twin when `cfg.encoder` is onnx, else torch (fp32 or `cfg.amp`, documents cut at `cfg.doc_max_length`)."""
+    from uniret.export.twin import LazyTwin
     from uniret.retrieval.corpus_cache import model_key
     from uniret.retrieval.encoding import TorchTextEncoder
 
@@ -100,25 +105,10 @@ def _miners_encoders(ctx: StageContext, cfg, miners, docs, queries: dict[str, st
         # the twin's fp32 encodings are the torch model's (export parity): one cache entry for both
         key = model_key(model, checkpoint) + encoder.variant_key()  # shorter documents, bf16: their own entry
         spec = _shard_spec(checkpoint, encoder)
-        twin = None
-        if cfg.encoder == "onnx" and spec is not None:
-            twin = functools.partial(_twin, ctx, encoder, spec, work / f"model-{len(built)}", queries, docs[1])
-        built[id(model)] = _Miner(encoder, spec, key, twin)
+        if cfg.encoder == "onnx" and spec is not None:  # the index stage's parity bounds and parity texts
+            encoder = LazyTwin(encoder, work / f"model-{len(built)}", ctx.params.section("index").export)
+        built[id(model)] = _Miner(encoder, spec, key)
     return {channel: built[id(model)] for channel, (model, _, _) in miners.items()}
-
-
-def _twin(ctx: StageContext, encoder, spec, folder: Path, queries: dict[str, str], texts: list[str]):
-    """(the ONNX twin of `encoder`, its shard spec), or None when its parity check failed."""
-    from uniret.export.twin import TOKENIZER_DIR, onnx_twin
-    from uniret.retrieval.sharded import EncoderSpec
-
-    export = ctx.params.section("index").export  # the index stage's parity bounds and parity texts
-    twin = onnx_twin(encoder, folder, list(queries.values())[:export.parity.queries], texts[:export.parity.docs],
-                     export)
-    if twin is None:
-        return None
-    return twin, EncoderSpec("onnx", str(folder), spec.batch_size, spec.query_max_length, spec.doc_max_length,
-                             tokenizer=str(folder / TOKENIZER_DIR))
 
 
 def _rank(ctx: StageContext, channel: str, miner: _Miner, docs, queries, depth: int):
@@ -132,7 +122,8 @@ def _rank(ctx: StageContext, channel: str, miner: _Miner, docs, queries, depth: 
     dist = ctx.params.section("distributed")
     doc_enc = cached_corpus_encoding(
         ctx.artifacts / ctx.params.section("encoding").cache_dir, miner.key, corpus_path, docids,
-        lambda: encode_corpus(*miner.for_corpus(), texts, docids, dist.encode_shards, dist.encode_threads),
+        lambda: encode_corpus(*miner.for_corpus(list(queries.values()), texts), texts, docids, dist.encode_shards,
+                              dist.encode_threads),
         label=f"mine/{channel}",
     )
     qids = list(queries)
@@ -201,7 +192,7 @@ def run(ctx: StageContext) -> dict[str, Any]:
     mined: dict[str, dict[str, list[str]]] = {}
     metrics: dict[str, Any] = {"queries": len(records), "window": [cfg.window_start, cfg.window_end]}
     with tempfile.TemporaryDirectory(dir=ctx.artifacts, prefix=".mine-onnx-") as work:
-        encoders = _miners_encoders(ctx, cfg, _miners(ctx, recipe, warmup), docs, queries, Path(work))
+        encoders = _miners_encoders(ctx, cfg, _miners(ctx, recipe, warmup), Path(work))
         for channel, miner in encoders.items():
             ranking, qids, exact = _rank(ctx, channel, miner, docs, queries, cfg.depth)
             floors = None
