@@ -78,3 +78,22 @@ def test_graphs_that_do_not_match_the_model_leave_the_caller_on_torch(pair, para
     assert any("ONNX twin of PairEncoder not used" in r.message and "dense_min_cosine" in r.message
                for r in caplog.records)
     assert not (tmp_path / TOKENIZER_DIR).exists()
+
+
+def test_a_lazy_twin_is_made_by_the_first_corpus_pass_once_and_then_encodes_everything(pair, params, texts,
+                                                                                        tmp_path):
+    from uniret.export.twin import LazyTwin
+
+    model, tokenizer = pair
+    encoder = TorchTextEncoder(model, tokenizer, BATCH, QLEN, DLEN)
+    lazy = LazyTwin(encoder, tmp_path / "twin", params.section("index").export)
+    queries, docs = texts
+    before = lazy.encode(queries, True)  # no corpus pass yet: torch, and nothing exported
+    assert not lazy.made and lazy.current is encoder and not (tmp_path / "twin").exists()
+    assert lazy.batch_size == BATCH  # other attributes are the current encoder's
+    twin = lazy.corpus_encoder(queries, docs)
+    assert lazy.made and isinstance(twin, OnnxEncoder) and lazy.current is twin
+    graph = tmp_path / "twin" / "doc.onnx"
+    stamp = graph.stat().st_mtime_ns
+    assert lazy.corpus_encoder(queries, docs) is twin and graph.stat().st_mtime_ns == stamp  # made once
+    assert row_cosines(before.dense, lazy.encode(queries, True).dense).min() >= 0.9999
