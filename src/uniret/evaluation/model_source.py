@@ -59,7 +59,7 @@ def model_runs(
 def _model_runs(ctx: StageContext, encoder, model_id: str, modes: list[str], prefix: str,
                 bm25_weight: float | None) -> Runs:
     """model_runs with its encoder made: torch, or a LazyTwin whose first uncached corpus makes the twin."""
-    from uniret.export.twin import LazyTwin
+    from uniret.export.twin import corpus_encoder
     from uniret.retrieval.base import encode_queries
     from uniret.retrieval.corpus_cache import cached_corpus_encoding
     from uniret.retrieval.modes import build_searchers, memory_corpus_index
@@ -79,9 +79,7 @@ def _model_runs(ctx: StageContext, encoder, model_id: str, modes: list[str], pre
         texts = [d.contents for d in docs]
 
         def corpus(texts=texts, queries=queries):
-            if isinstance(encoder, LazyTwin):
-                return encoder.corpus_encoder(list(queries.values()), texts).encode(texts, is_query=False)
-            return encoder.encode(texts, is_query=False)
+            return corpus_encoder(encoder, list(queries.values()), texts).encode(texts, is_query=False)
 
         encoded = cached_corpus_encoding(ctx.artifacts / ecfg.cache_dir, model_id, dataset.corpus_path, docids,
                                          corpus, label=f"{prefix}/{name}")

@@ -18,10 +18,11 @@ from uniret.retrieval.onnx_encoder import INPUTS, inference_session
 
 def dense_subgraph(graph: Path, out: Path) -> Path:
     """Write `graph` cut to its `dense` output (the nodes it depends on) to `out`; return `out`."""
-    names = [o.name for o in onnx.load(str(graph), load_external_data=False).graph.output]
+    model = onnx.load(str(graph))  # read once: onnx.utils.extract_model would read it again
+    names = [o.name for o in model.graph.output]
     if "dense" not in names:
         raise ValueError(f"{graph}: no 'dense' output to cut the graph to (outputs: {names})")
-    onnx.utils.extract_model(str(graph), str(out), list(INPUTS), ["dense"])
+    onnx.save(onnx.utils.Extractor(model).extract_model(list(INPUTS), ["dense"]), str(out))
     return out
 
 

@@ -77,3 +77,8 @@ class LazyTwin:
 
     def __getattr__(self, name: str):
         return getattr(self.current, name)
+
+
+def corpus_encoder(encoder, queries: Sequence[str], docs: Sequence[str]):
+    """The encoder a corpus pass runs: a LazyTwin's twin (made now if not yet), else `encoder` itself."""
+    return encoder.corpus_encoder(queries, docs) if isinstance(encoder, LazyTwin) else encoder

@@ -74,13 +74,11 @@ class _Miner:
 
     def for_corpus(self, queries: list[str], texts: list[str]):
         """(encoder, shard spec) of a corpus pass: the twin if it can be made."""
-        from uniret.export.twin import TOKENIZER_DIR, LazyTwin
+        from uniret.export.twin import TOKENIZER_DIR, corpus_encoder
         from uniret.retrieval.sharded import EncoderSpec
 
-        if not isinstance(self.encoder, LazyTwin):
-            return self.encoder, self.spec
-        encoder = self.encoder.corpus_encoder(queries, texts)
-        if self.encoder.made:
+        encoder = corpus_encoder(self.encoder, queries, texts)
+        if self.kind == "onnx":
             folder = self.encoder.folder
             self.spec = EncoderSpec("onnx", str(folder), self.spec.batch_size, self.spec.query_max_length,
                                     self.spec.doc_max_length, tokenizer=str(folder / TOKENIZER_DIR))
