@@ -48,12 +48,12 @@ def model_runs(
     encoder = TorchTextEncoder(model, tokenizer, ctx.params.section("encoding").batch_size, mcfg.query_max_length,
                                mcfg.doc_max_length)
     index = ctx.params.section("index")
+    if index.corpus_encoder != "onnx":
+        return _model_runs(ctx, encoder, model_id, modes, prefix, bm25_weight)
     with tempfile.TemporaryDirectory(dir=ctx.artifacts, prefix=".eval-onnx-") as work:
         # corpus passes run as the index stage's do (onnx on a CPU, E105); the twin's encodings are
         # the model's (export parity), so they share its cache entries
-        if index.corpus_encoder == "onnx":
-            encoder = LazyTwin(encoder, Path(work), index.export)
-        return _model_runs(ctx, encoder, model_id, modes, prefix, bm25_weight)
+        return _model_runs(ctx, LazyTwin(encoder, Path(work), index.export), model_id, modes, prefix, bm25_weight)
 
 
 def _model_runs(ctx: StageContext, encoder, model_id: str, modes: list[str], prefix: str,

@@ -78,7 +78,7 @@ class _Miner:
         from uniret.retrieval.sharded import EncoderSpec
 
         encoder = corpus_encoder(self.encoder, queries, texts)
-        if self.kind == "onnx":
+        if self.kind == "onnx" and self.spec.kind != "onnx":  # the twin was just made: its spec, once
             folder = self.encoder.folder
             self.spec = EncoderSpec("onnx", str(folder), self.spec.batch_size, self.spec.query_max_length,
                                     self.spec.doc_max_length, tokenizer=str(folder / TOKENIZER_DIR))
